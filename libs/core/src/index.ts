@@ -1,0 +1,5 @@
+export * from './clock';
+export * from './sliding-window';
+export * from './retry-budget';
+export * from './retry-classification';
+export * from './backoff';

@@ -1,0 +1,28 @@
+/** GET /v1/{ns}/deps/{dep} */
+import type { DependencyPolicy } from './policy';
+import type { BreakerState, BudgetView } from './retry';
+
+export interface BreakerDetail {
+  state: BreakerState;
+  since: number | null;
+  openUntil: number | null;
+  failureRate: number;
+  slowRate: number;
+  calls: number;
+}
+
+export interface LatencySummary {
+  p50: number | null;
+  p95: number | null;
+  p99: number | null;
+  count: number;
+}
+
+export interface DependencyView {
+  namespace: string;
+  dependency: string;
+  breaker: BreakerDetail;
+  budget: BudgetView;
+  latency: LatencySummary;
+  policy: DependencyPolicy;
+}

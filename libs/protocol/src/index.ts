@@ -1,0 +1,6 @@
+export * from './policy';
+export * from './retry';
+export * from './reports';
+export * from './dependency';
+export * from './errors';
+export * from './names';

@@ -1,0 +1,98 @@
+/** Policy documents as stored and served by the admin API (API.md §Policy document). */
+
+export type PolicyMode = 'enforce' | 'shadow';
+export type JitterKind = 'full' | 'decorrelated' | 'none';
+
+export interface RetryBudgetPolicy {
+  ratio: number;
+  minRetriesPerSecond: number;
+  windowSeconds: number;
+  maxAttempts: number;
+}
+
+export interface BackoffPolicy {
+  baseMs: number;
+  capMs: number;
+  jitter: JitterKind;
+}
+
+export interface BreakerPolicy {
+  failureRateThreshold: number;
+  slowCallRateThreshold: number;
+  slowCallMs: number;
+  minimumCalls: number;
+  windowSeconds: number;
+  openMs: number;
+  maxOpenMs: number;
+  halfOpenProbes: number;
+  closeAfterSuccesses: number;
+  probeLeaseMs: number;
+  minReporters: number;
+}
+
+export interface RateLimitPolicy {
+  rate: number;
+  periodMs: number;
+  burst: number;
+}
+
+export interface ConcurrencyPolicy {
+  limit: number;
+  leaseMs: number;
+}
+
+export interface DependencyPolicy {
+  mode: PolicyMode;
+  retryBudget: RetryBudgetPolicy;
+  backoff: BackoffPolicy;
+  breaker: BreakerPolicy;
+  rateLimit: RateLimitPolicy | null;
+  concurrency: ConcurrencyPolicy | null;
+}
+
+/** A partial policy: any omitted field takes the default. */
+export type DependencyPolicyOverride = {
+  mode?: PolicyMode;
+  retryBudget?: Partial<RetryBudgetPolicy>;
+  backoff?: Partial<BackoffPolicy>;
+  breaker?: Partial<BreakerPolicy>;
+  rateLimit?: RateLimitPolicy | null;
+  concurrency?: ConcurrencyPolicy | null;
+};
+
+export const DEFAULT_DEPENDENCY_POLICY: Readonly<DependencyPolicy> = Object.freeze({
+  mode: 'enforce',
+  retryBudget: { ratio: 0.1, minRetriesPerSecond: 10, windowSeconds: 10, maxAttempts: 3 },
+  backoff: { baseMs: 50, capMs: 2000, jitter: 'full' },
+  breaker: {
+    failureRateThreshold: 0.5,
+    slowCallRateThreshold: 1.0,
+    slowCallMs: 1000,
+    minimumCalls: 20,
+    windowSeconds: 10,
+    openMs: 30000,
+    maxOpenMs: 300000,
+    halfOpenProbes: 1,
+    closeAfterSuccesses: 3,
+    probeLeaseMs: 10000,
+    minReporters: 1,
+  },
+  rateLimit: null,
+  concurrency: null,
+} as DependencyPolicy);
+
+/** Overlays `override` on `base`, section by section. */
+export function mergeDependencyPolicy(
+  base: DependencyPolicy,
+  override: DependencyPolicyOverride | undefined,
+): DependencyPolicy {
+  if (!override) return base;
+  return {
+    mode: override.mode ?? base.mode,
+    retryBudget: { ...base.retryBudget, ...override.retryBudget },
+    backoff: { ...base.backoff, ...override.backoff },
+    breaker: { ...base.breaker, ...override.breaker },
+    rateLimit: override.rateLimit === undefined ? base.rateLimit : override.rateLimit,
+    concurrency: override.concurrency === undefined ? base.concurrency : override.concurrency,
+  };
+}

@@ -1,0 +1,33 @@
+/** POST /v1/{ns}/reports */
+import type { BreakerSummary } from './retry';
+
+export interface LatencyHistogram {
+  boundsMs: number[];
+  /** One more entry than `boundsMs`: the last counts samples above the largest bound. */
+  counts: number[];
+}
+
+export interface ProbeOutcome {
+  token: string;
+  success: boolean;
+}
+
+export interface DependencyReport {
+  dep: string;
+  /** First attempts: the budget's deposits. */
+  requests: number;
+  successes: number;
+  failures: number;
+  slow: number;
+  latency?: LatencyHistogram;
+  probes?: ProbeOutcome[];
+}
+
+export interface ReportRequest {
+  reporter: string;
+  deps: DependencyReport[];
+}
+
+export interface ReportResponse {
+  deps: Record<string, { breaker: BreakerSummary }>;
+}

@@ -1,0 +1,59 @@
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+
+export type RedisClient = Redis | Cluster;
+
+export interface RedisConnectionOptions {
+  /** `redis://` URL of a standalone server. */
+  url?: string;
+  /** `host:port` seeds of a Redis Cluster; takes precedence over `url`. */
+  clusterNodes?: string[];
+  /** How long one command may take before it is failed. */
+  commandTimeoutMs: number;
+}
+
+/**
+ * Client settings for a decision path: commands fail at once while disconnected (no offline
+ * queue, no retry of a sent command), time out after `commandTimeoutMs`, and reconnection is
+ * retried quickly and forever, so answers resume without a restart.
+ */
+function decisionPathOptions(commandTimeoutMs: number): RedisOptions {
+  return {
+    protocol: 2,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: commandTimeoutMs,
+    connectTimeout: Math.max(1000, commandTimeoutMs),
+    retryStrategy: (attempt) => Math.min(50 * attempt, 500),
+    enableAutoPipelining: true,
+    lazyConnect: false,
+  };
+}
+
+export function createRedisClient(options: RedisConnectionOptions): RedisClient {
+  const redisOptions = decisionPathOptions(options.commandTimeoutMs);
+  if (options.clusterNodes && options.clusterNodes.length > 0) {
+    const nodes = options.clusterNodes.map((node) => {
+      const [host, port] = splitHostPort(node);
+      return { host, port };
+    });
+    return new Cluster(nodes, {
+      redisOptions,
+      enableOfflineQueue: false,
+      enableAutoPipelining: true,
+      clusterRetryStrategy: (attempt) => Math.min(50 * attempt, 500),
+      slotsRefreshTimeout: Math.max(1000, options.commandTimeoutMs),
+    });
+  }
+  if (!options.url) throw new Error('A Redis URL or cluster nodes are required');
+  return new Redis(options.url, redisOptions);
+}
+
+export function splitHostPort(node: string): [string, number] {
+  const separator = node.lastIndexOf(':');
+  const host = node.slice(0, separator).replace(/^\[|\]$/g, '');
+  const port = Number(node.slice(separator + 1));
+  if (separator <= 0 || !Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new Error(`"${node}" is not host:port`);
+  }
+  return [host, port];
+}

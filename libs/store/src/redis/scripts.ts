@@ -1,0 +1,23 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** The atomic operations, one Lua file each under ./lua, with the number of KEYS they take. */
+export const SCRIPTS = {
+  decide_retry: { numberOfKeys: 1 },
+  record_outcomes: { numberOfKeys: 2 },
+  read_budget: { numberOfKeys: 1 },
+  register_dependency: { numberOfKeys: 1 },
+} as const;
+
+export type ScriptName = keyof typeof SCRIPTS;
+
+const LUA_DIR = join(__dirname, 'lua');
+const INCLUDE = /^--- @include "([a-z_]+)"$/gm;
+
+/** A script's source with its `--- @include "name"` lines replaced by ./lua/includes/name.lua. */
+export function loadScript(name: ScriptName): string {
+  const source = readFileSync(join(LUA_DIR, `${name}.lua`), 'utf8');
+  return source.replace(INCLUDE, (_line, include: string) =>
+    readFileSync(join(LUA_DIR, 'includes', `${include}.lua`), 'utf8'),
+  );
+}
