@@ -35,8 +35,10 @@ export function backoffDelay(policy: BackoffPolicy, input: BackoffInput, random:
       delay = random() * exponential;
       break;
     case 'decorrelated': {
-      const previous =
-        input.previousDelayMs ?? policy.baseMs * 3 ** Math.min(Math.max(attempt - 2, 0), MAX_EXPONENT);
+      const previous = Math.min(
+        policy.capMs,
+        input.previousDelayMs ?? policy.baseMs * 3 ** Math.min(Math.max(attempt - 2, 0), MAX_EXPONENT),
+      );
       const upper = Math.max(policy.baseMs, previous * 3);
       delay = Math.min(policy.capMs, policy.baseMs + random() * (upper - policy.baseMs));
       break;

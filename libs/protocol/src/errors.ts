@@ -11,7 +11,8 @@ export type ErrorCode =
   | 'lease_lost'
   | 'precondition_failed'
   | 'too_many_dependencies'
-  | 'store_unavailable';
+  | 'store_unavailable'
+  | 'internal_error';
 
 export interface ErrorDetail {
   field: string;

@@ -41,6 +41,16 @@ export interface OutcomeTotals {
   slow: number;
 }
 
+export interface DependencyReadWindows {
+  budget: RetryBudgetPolicy;
+  outcomeWindowSeconds: number;
+}
+
+export interface DependencySnapshot {
+  budget: BudgetView;
+  outcomes: OutcomeTotals;
+}
+
 export interface DependencyRegistration {
   /** Most distinct dependencies one namespace may hold. */
   cap: number;
@@ -62,8 +72,8 @@ export interface Store {
   /** Adds one reporter's batch: deposits into the budget, outcomes into the outcome window. */
   recordOutcomes(ref: DependencyRef, batch: OutcomeBatch, windows: OutcomeWindows): Promise<OutcomeTotals>;
 
-  /** The budget over its window. */
-  readBudget(ref: DependencyRef, budget: RetryBudgetPolicy): Promise<BudgetView>;
+  /** The budget and the outcome totals over their windows. */
+  readDependency(ref: DependencyRef, windows: DependencyReadWindows): Promise<DependencySnapshot>;
 
   /** Registers a dependency in its namespace; false when the namespace is at its cap. */
   registerDependency(ref: DependencyRef, registration: DependencyRegistration): Promise<boolean>;

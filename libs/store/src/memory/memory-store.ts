@@ -1,9 +1,11 @@
 import { SlidingWindowCounter, epochSecond, retryBudgetLimit, systemClock, type Clock } from '@sluice/core';
-import type { BudgetView, RetryBudgetPolicy } from '@sluice/protocol';
+import type { BudgetView } from '@sluice/protocol';
 import { SluiceKeys } from '../keys';
 import type {
+  DependencyReadWindows,
   DependencyRef,
   DependencyRegistration,
+  DependencySnapshot,
   OutcomeBatch,
   OutcomeTotals,
   OutcomeWindows,
@@ -69,15 +71,23 @@ export class MemoryStore implements Store {
     return outcomes.sum(second, windows.outcomeWindowSeconds);
   }
 
-  async readBudget(ref: DependencyRef, policy: RetryBudgetPolicy): Promise<BudgetView> {
-    const key = this.keys.dependency(ref.namespace, ref.dependency).budget;
-    const counter = this.budgets.get(key);
-    const { requests, retries } = counter?.sum(epochSecond(this.clock.now()), policy.windowSeconds) ?? {
+  async readDependency(ref: DependencyRef, windows: DependencyReadWindows): Promise<DependencySnapshot> {
+    const second = epochSecond(this.clock.now());
+    const keys = this.keys.dependency(ref.namespace, ref.dependency);
+    const { budget: policy } = windows;
+    const { requests, retries } = this.sumAndEvict(this.budgets, keys.budget, second, policy.windowSeconds) ?? {
       requests: 0,
       retries: 0,
     };
-    if (counter?.isEmpty()) this.budgets.delete(key);
-    return { retries, requests, limit: retryBudgetLimit(policy, requests), windowSeconds: policy.windowSeconds };
+    const outcomes = this.sumAndEvict(this.outcomes, keys.outcomes, second, windows.outcomeWindowSeconds) ?? {
+      successes: 0,
+      failures: 0,
+      slow: 0,
+    };
+    return {
+      budget: { retries, requests, limit: retryBudgetLimit(policy, requests), windowSeconds: policy.windowSeconds },
+      outcomes,
+    };
   }
 
   async registerDependency(ref: DependencyRef, registration: DependencyRegistration): Promise<boolean> {
@@ -105,6 +115,20 @@ export class MemoryStore implements Store {
     this.budgets.delete(keys.budget);
     this.outcomes.delete(keys.outcomes);
     registry.delete(dependency);
+  }
+
+  /** Sums a counter without creating it, and drops it once empty (as a Redis key expires). */
+  private sumAndEvict<F extends string>(
+    counters: Map<string, SlidingWindowCounter<F>>,
+    key: string,
+    second: number,
+    windowSeconds: number,
+  ): Record<F, number> | undefined {
+    const counter = counters.get(key);
+    if (!counter) return undefined;
+    const totals = counter.sum(second, windowSeconds);
+    if (counter.isEmpty()) counters.delete(key);
+    return totals;
   }
 
   private budgetCounter(ref: DependencyRef): SlidingWindowCounter<BudgetField> {

@@ -1,9 +1,10 @@
-import type { BudgetView, RetryBudgetPolicy } from '@sluice/protocol';
 import { StoreUnavailableError } from '../errors';
 import { SluiceKeys } from '../keys';
 import type {
+  DependencyReadWindows,
   DependencyRef,
   DependencyRegistration,
+  DependencySnapshot,
   OutcomeBatch,
   OutcomeTotals,
   OutcomeWindows,
@@ -81,15 +82,22 @@ export class RedisStore implements Store {
     return { successes, failures, slow };
   }
 
-  async readBudget(ref: DependencyRef, budget: RetryBudgetPolicy): Promise<BudgetView> {
-    const [retries, requests, limit] = await this.run<number[]>(
-      'read_budget',
-      this.keys.dependency(ref.namespace, ref.dependency).budget,
+  async readDependency(ref: DependencyRef, windows: DependencyReadWindows): Promise<DependencySnapshot> {
+    const keys = this.keys.dependency(ref.namespace, ref.dependency);
+    const { budget } = windows;
+    const [retries, requests, limit, successes, failures, slow] = await this.run<number[]>(
+      'read_dependency',
+      keys.budget,
+      keys.outcomes,
       budget.ratio,
       budget.minRetriesPerSecond,
       budget.windowSeconds,
+      windows.outcomeWindowSeconds,
     );
-    return { retries, requests, limit, windowSeconds: budget.windowSeconds };
+    return {
+      budget: { retries, requests, limit, windowSeconds: budget.windowSeconds },
+      outcomes: { successes, failures, slow },
+    };
   }
 
   async registerDependency(ref: DependencyRef, registration: DependencyRegistration): Promise<boolean> {

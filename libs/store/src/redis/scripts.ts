@@ -5,7 +5,7 @@ import { join } from 'node:path';
 export const SCRIPTS = {
   decide_retry: { numberOfKeys: 1 },
   record_outcomes: { numberOfKeys: 2 },
-  read_budget: { numberOfKeys: 1 },
+  read_dependency: { numberOfKeys: 2 },
   register_dependency: { numberOfKeys: 1 },
 } as const;
 

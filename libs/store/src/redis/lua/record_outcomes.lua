@@ -18,8 +18,7 @@ local rcall = redis.call
 --- @include "clock"
 --- @include "window"
 --- @include "budget"
-
-local OUTCOME_FIELDS = { 's', 'f', 'w' }
+--- @include "outcomes"
 
 local requests = tonumber(ARGV[1])
 local successes = tonumber(ARGV[2])

@@ -1,0 +1,53 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
+import { AuthGuard } from './auth/auth.guard';
+import { TokenRegistry } from './auth/token-registry';
+import { DependencyViewController } from './budgets/dependency-view.controller';
+import { DependencyViewService } from './budgets/dependency-view.service';
+import { ReportsController } from './budgets/reports.controller';
+import { ReportsService } from './budgets/reports.service';
+import { RetryController } from './budgets/retry.controller';
+import { RetryService } from './budgets/retry.service';
+import { HttpErrorFilter } from './common/http-error.filter';
+import { createValidationPipe } from './common/validation.pipe';
+import type { SluiceConfig } from './config/config';
+import { ConfigModule } from './config/config.module';
+import { DependencyRegistry } from './dependencies/dependency-registry.service';
+import { HealthController } from './health/health.controller';
+import { MetricsController } from './metrics/metrics.controller';
+import { MetricsService } from './metrics/metrics.service';
+import type { PoliciesFile } from './policies/policies-file';
+import { POLICIES_FILE, PolicyService } from './policies/policy.service';
+import { StoreLifecycle } from './store/store-lifecycle';
+import { storeProvider } from './store/store.provider';
+
+export interface AppModuleOptions {
+  config: SluiceConfig;
+  policies: PoliciesFile;
+}
+
+@Module({})
+export class AppModule {
+  static register({ config, policies }: AppModuleOptions): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [ConfigModule.register(config)],
+      controllers: [RetryController, ReportsController, DependencyViewController, HealthController, MetricsController],
+      providers: [
+        storeProvider,
+        MetricsService,
+        PolicyService,
+        DependencyRegistry,
+        RetryService,
+        ReportsService,
+        DependencyViewService,
+        { provide: POLICIES_FILE, useValue: policies },
+        { provide: TokenRegistry, useValue: new TokenRegistry(config.tokens) },
+        { provide: APP_GUARD, useClass: AuthGuard },
+        { provide: APP_PIPE, useFactory: createValidationPipe },
+        { provide: APP_FILTER, useClass: HttpErrorFilter },
+        StoreLifecycle,
+      ],
+    };
+  }
+}

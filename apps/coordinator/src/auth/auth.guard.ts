@@ -1,0 +1,55 @@
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { FastifyRequest } from 'fastify';
+import { ApiError } from '../common/api-error';
+import { ADMIN_ROUTE, PUBLIC_ROUTE } from './access.decorators';
+import { OPEN_MODE_PRINCIPAL, TokenRegistry, mayTouchNamespace, type Principal } from './token-registry';
+
+export type AuthenticatedRequest = FastifyRequest & { principal?: Principal };
+
+const BEARER = /^Bearer ([^\s]+)$/i;
+
+/** Bearer-token authentication and role/namespace authorization for every non-public route. */
+@Injectable()
+export class AuthGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly tokens: TokenRegistry,
+  ) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    const targets = [context.getHandler(), context.getClass()];
+    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) return true;
+    const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
+    const principal = this.authenticate(request);
+    if (this.reflector.getAllAndOverride<boolean>(ADMIN_ROUTE, targets) && principal.role !== 'admin') {
+      throw new ApiError(403, 'forbidden', 'this route needs an admin token');
+    }
+    const namespace = namespaceOf(request);
+    if (namespace !== undefined && !mayTouchNamespace(principal, namespace)) {
+      throw new ApiError(403, 'forbidden', `the token may not touch namespace "${namespace}"`);
+    }
+    request.principal = principal;
+    return true;
+  }
+
+  private authenticate(request: FastifyRequest): Principal {
+    if (!this.tokens.enabled) return OPEN_MODE_PRINCIPAL;
+    const match = BEARER.exec(request.headers.authorization ?? '');
+    const principal = match ? this.tokens.authenticate(match[1]) : undefined;
+    if (!principal) {
+      throw new ApiError(401, 'unauthorized', match ? 'unknown token' : 'a bearer token is required', undefined, {
+        'www-authenticate': 'Bearer realm="sluice"',
+      });
+    }
+    return principal;
+  }
+}
+
+/** The namespace a request is about: the `ns` route parameter, or `?ns=` on namespace-wide admin reads. */
+function namespaceOf(request: FastifyRequest): string | undefined {
+  const params = request.params as Record<string, string> | undefined;
+  if (params?.ns !== undefined) return params.ns;
+  const query = request.query as Record<string, unknown> | undefined;
+  return typeof query?.ns === 'string' ? query.ns : undefined;
+}

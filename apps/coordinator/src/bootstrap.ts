@@ -1,0 +1,61 @@
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { LogController } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { AppModule } from './app.module';
+import { isLoopbackHost, type SluiceConfig } from './config/config';
+import { JsonLogger } from './logging/json-logger';
+import { MetricsService } from './metrics/metrics.service';
+import { readPoliciesFile, type PoliciesFile } from './policies/policies-file';
+
+/** Largest request body: room for a full report batch or a stored idempotent response. */
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Builds the coordinator app (not yet listening) from a validated configuration. */
+export async function createCoordinator(config: SluiceConfig): Promise<NestFastifyApplication> {
+  const policies: PoliciesFile = config.policiesFile ? readPoliciesFile(config.policiesFile) : { namespaces: {} };
+  const verbose = config.logLevel === 'debug' || config.logLevel === 'trace';
+  const adapter = new FastifyAdapter({
+    bodyLimit: BODY_LIMIT_BYTES,
+    logger: { level: config.logLevel },
+    logController: new LogController({ disableRequestLogging: !verbose }),
+    requestIdHeader: false,
+    genReqId: (request: IncomingMessage) => {
+      const incoming = request.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    },
+  });
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.register({ config, policies }), adapter, {
+    logger: new JsonLogger(config.logLevel),
+    abortOnError: false,
+  });
+  app.enableShutdownHooks();
+  const fastify = app.getHttpAdapter().getInstance();
+  const metrics = app.get(MetricsService);
+  fastify.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  fastify.addHook('onResponse', async (request, reply) => {
+    metrics.httpRequestDuration.observe(
+      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
+  });
+  await app.init();
+  return app;
+}
+
+/** The address to listen on: with no tokens, loopback only, whatever SLUICE_HOST says. */
+export function listenHost(config: SluiceConfig, logger = new Logger('Auth')): string {
+  if (config.tokens.length > 0) return config.host;
+  const host = isLoopbackHost(config.host) ? config.host : '127.0.0.1';
+  logger.warn(
+    `AUTHENTICATION IS OFF: no SLUICE_TOKENS or SLUICE_TOKENS_FILE configured, so every caller is an admin. ` +
+      `Listening on ${host} (loopback) only${host !== config.host ? `, not on ${config.host}` : ''}.`,
+  );
+  return host;
+}

@@ -1,0 +1,38 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { DependencyView } from '@sluice/protocol';
+import type { DependencyRef, Store } from '@sluice/store';
+import { PolicyService } from '../policies/policy.service';
+import { STORE } from '../store/store.provider';
+
+/** The state of one dependency as the fleet sees it; a dependency never seen reads as empty. */
+@Injectable()
+export class DependencyViewService {
+  constructor(
+    @Inject(STORE) private readonly store: Store,
+    private readonly policies: PolicyService,
+  ) {}
+
+  async read(ref: DependencyRef): Promise<DependencyView> {
+    const policy = this.policies.forDependency(ref.namespace, ref.dependency);
+    const { budget, outcomes } = await this.store.readDependency(ref, {
+      budget: policy.retryBudget,
+      outcomeWindowSeconds: policy.breaker.windowSeconds,
+    });
+    const calls = outcomes.successes + outcomes.failures;
+    return {
+      namespace: ref.namespace,
+      dependency: ref.dependency,
+      breaker: {
+        state: 'closed',
+        since: null,
+        openUntil: null,
+        failureRate: calls === 0 ? 0 : outcomes.failures / calls,
+        slowRate: calls === 0 ? 0 : outcomes.slow / calls,
+        calls,
+      },
+      budget,
+      latency: { p50: null, p95: null, p99: null, count: 0 },
+      policy,
+    };
+  }
+}

@@ -1,0 +1,55 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { DependencyReport, ReportRequest, ReportResponse } from '@sluice/protocol';
+import type { Store } from '@sluice/store';
+import { validationFailed } from '../common/api-error';
+import { DependencyRegistry } from '../dependencies/dependency-registry.service';
+import { PolicyService } from '../policies/policy.service';
+import { STORE } from '../store/store.provider';
+import { reportProblems } from './report-rules';
+
+/** Records batched outcomes: one atomic store call per dependency, all sent at once. */
+@Injectable()
+export class ReportsService {
+  constructor(
+    @Inject(STORE) private readonly store: Store,
+    private readonly policies: PolicyService,
+    private readonly registry: DependencyRegistry,
+  ) {}
+
+  async record(namespace: string, report: ReportRequest): Promise<ReportResponse> {
+    const problems = reportProblems(report);
+    if (problems.length > 0) throw validationFailed(problems);
+    const entries = mergeByDependency(report.deps);
+    await Promise.all(entries.map(({ entry, index }) => this.registry.admit(namespace, entry.dep, `deps.${index}.dep`)));
+    const response: ReportResponse = { deps: {} };
+    await Promise.all(
+      entries.map(async ({ entry }) => {
+        const policy = this.policies.forDependency(namespace, entry.dep);
+        await this.store.recordOutcomes(
+          { namespace, dependency: entry.dep },
+          { requests: entry.requests, successes: entry.successes, failures: entry.failures, slow: entry.slow },
+          { budgetWindowSeconds: policy.retryBudget.windowSeconds, outcomeWindowSeconds: policy.breaker.windowSeconds },
+        );
+        response.deps[entry.dep] = { breaker: { state: 'closed' } };
+      }),
+    );
+    return response;
+  }
+}
+
+/** Entries for the same dependency in one batch are added together. */
+function mergeByDependency(entries: DependencyReport[]): Array<{ entry: DependencyReport; index: number }> {
+  const merged = new Map<string, { entry: DependencyReport; index: number }>();
+  entries.forEach((entry, index) => {
+    const existing = merged.get(entry.dep);
+    if (!existing) {
+      merged.set(entry.dep, { entry: { ...entry }, index });
+      return;
+    }
+    existing.entry.requests += entry.requests;
+    existing.entry.successes += entry.successes;
+    existing.entry.failures += entry.failures;
+    existing.entry.slow += entry.slow;
+  });
+  return [...merged.values()];
+}

@@ -1,0 +1,136 @@
+import { plainToInstance } from 'class-transformer';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
+import { splitHostPort } from '@sluice/store';
+import { ConfigError } from './config-error';
+import { parseTokens, readTokensFile, type TokenDefinition } from './tokens';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** The service's configuration, validated at boot. */
+export interface SluiceConfig {
+  port: number;
+  host: string;
+  /** Unset with no cluster nodes: the embedded single-process store. */
+  redisUrl?: string;
+  redisClusterNodes?: string[];
+  tokens: TokenDefinition[];
+  policiesFile?: string;
+  storeTimeoutMs: number;
+  logLevel: LogLevel;
+  maxDependenciesPerNamespace: number;
+  /** First part of every Redis key; lets several deployments share one Redis. */
+  keyPrefix: string;
+}
+
+/** The environment as class-validator sees it: property names are the variables' names. */
+class Environment {
+  @IsOptional() @IsInt() @Min(0) @Max(65535)
+  SLUICE_PORT?: number;
+
+  @IsOptional() @IsString() @Matches(/^[A-Za-z0-9.:[\]-]+$/)
+  SLUICE_HOST?: string;
+
+  @IsOptional() @IsString() @Matches(/^rediss?:\/\/\S+$/, { message: 'must be a redis:// or rediss:// URL' })
+  SLUICE_REDIS_URL?: string;
+
+  @IsOptional() @IsString()
+  SLUICE_REDIS_CLUSTER_NODES?: string;
+
+  @IsOptional() @IsString()
+  SLUICE_TOKENS?: string;
+
+  @IsOptional() @IsString()
+  SLUICE_TOKENS_FILE?: string;
+
+  @IsOptional() @IsString()
+  SLUICE_POLICIES_FILE?: string;
+
+  @IsOptional() @IsInt() @Min(1) @Max(60000)
+  SLUICE_STORE_TIMEOUT_MS?: number;
+
+  @IsOptional() @IsIn(LOG_LEVELS)
+  SLUICE_LOG_LEVEL?: LogLevel;
+
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000)
+  SLUICE_MAX_DEPENDENCIES_PER_NAMESPACE?: number;
+
+  @IsOptional() @IsString() @Matches(/^[A-Za-z0-9_.:-]{1,64}$/)
+  SLUICE_KEY_PREFIX?: string;
+}
+
+const VARIABLE_NAMES = [
+  'SLUICE_PORT',
+  'SLUICE_HOST',
+  'SLUICE_REDIS_URL',
+  'SLUICE_REDIS_CLUSTER_NODES',
+  'SLUICE_TOKENS',
+  'SLUICE_TOKENS_FILE',
+  'SLUICE_POLICIES_FILE',
+  'SLUICE_STORE_TIMEOUT_MS',
+  'SLUICE_LOG_LEVEL',
+  'SLUICE_MAX_DEPENDENCIES_PER_NAMESPACE',
+  'SLUICE_KEY_PREFIX',
+] as const;
+const INTEGER_VARIABLES = ['SLUICE_PORT', 'SLUICE_STORE_TIMEOUT_MS', 'SLUICE_MAX_DEPENDENCIES_PER_NAMESPACE'] as const;
+const LOOPBACK = '127.0.0.1';
+
+/** Reads and validates the configuration; throws ConfigError naming the first bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): SluiceConfig {
+  const plain: Record<string, unknown> = {};
+  for (const name of VARIABLE_NAMES) {
+    const value = env[name];
+    if (value !== undefined && value !== '') plain[name] = value;
+  }
+  for (const name of INTEGER_VARIABLES) {
+    if (plain[name] !== undefined) {
+      const text = String(plain[name]).trim();
+      plain[name] = /^-?\d+$/.test(text) ? Number(text) : text;
+    }
+  }
+  const environment = plainToInstance(Environment, plain);
+  const [error] = validateSync(environment);
+  if (error) {
+    const message = Object.values(error.constraints ?? {})[0] ?? 'is invalid';
+    throw new ConfigError(error.property, message.replace(`${error.property} `, ''));
+  }
+  if (environment.SLUICE_TOKENS && environment.SLUICE_TOKENS_FILE) {
+    throw new ConfigError('SLUICE_TOKENS_FILE', 'set either SLUICE_TOKENS or SLUICE_TOKENS_FILE, not both');
+  }
+  const tokens = environment.SLUICE_TOKENS
+    ? parseTokens(environment.SLUICE_TOKENS, 'SLUICE_TOKENS')
+    : environment.SLUICE_TOKENS_FILE
+      ? readTokensFile(environment.SLUICE_TOKENS_FILE, 'SLUICE_TOKENS_FILE')
+      : [];
+  return {
+    port: environment.SLUICE_PORT ?? 8080,
+    host: environment.SLUICE_HOST ?? (tokens.length > 0 ? '0.0.0.0' : LOOPBACK),
+    redisUrl: environment.SLUICE_REDIS_URL,
+    redisClusterNodes: parseClusterNodes(environment.SLUICE_REDIS_CLUSTER_NODES),
+    tokens,
+    policiesFile: environment.SLUICE_POLICIES_FILE,
+    storeTimeoutMs: environment.SLUICE_STORE_TIMEOUT_MS ?? 50,
+    logLevel: environment.SLUICE_LOG_LEVEL ?? 'info',
+    maxDependenciesPerNamespace: environment.SLUICE_MAX_DEPENDENCIES_PER_NAMESPACE ?? 1000,
+    keyPrefix: environment.SLUICE_KEY_PREFIX ?? 'sluice',
+  };
+}
+
+function parseClusterNodes(value: string | undefined): string[] | undefined {
+  if (!value) return undefined;
+  const nodes = value.split(',').map((node) => node.trim()).filter(Boolean);
+  for (const node of nodes) {
+    try {
+      splitHostPort(node);
+    } catch (error) {
+      throw new ConfigError('SLUICE_REDIS_CLUSTER_NODES', (error as Error).message);
+    }
+  }
+  if (nodes.length === 0) throw new ConfigError('SLUICE_REDIS_CLUSTER_NODES', 'lists no host:port');
+  return nodes;
+}
+
+/** True when the configured host only listens on this machine. */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || host.startsWith('127.');
+}

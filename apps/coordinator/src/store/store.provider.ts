@@ -1,0 +1,42 @@
+import { Logger, type Provider } from '@nestjs/common';
+import { MemoryStore, RedisStore, SluiceKeys, createRedisClient, type Store } from '@sluice/store';
+import { SLUICE_CONFIG } from '../config/config.module';
+import type { SluiceConfig } from '../config/config';
+import { MetricsService } from '../metrics/metrics.service';
+import { instrumentStore } from './instrumented-store';
+
+export const STORE = Symbol('STORE');
+
+/** Redis (standalone or Cluster) when configured, else the embedded single-process store. */
+export function createStore(config: SluiceConfig, logger = new Logger('Store')): Store {
+  const keys = new SluiceKeys(config.keyPrefix);
+  if (config.redisClusterNodes || config.redisUrl) {
+    const client = createRedisClient({
+      url: config.redisUrl,
+      clusterNodes: config.redisClusterNodes,
+      commandTimeoutMs: config.storeTimeoutMs,
+    });
+    client.on('error', (error: Error) => logger.warn(`redis: ${error.message}`));
+    logger.log(
+      config.redisClusterNodes
+        ? `state in Redis Cluster (${config.redisClusterNodes.join(', ')})`
+        : `state in Redis at ${redactUrl(config.redisUrl ?? '')}`,
+    );
+    return new RedisStore({ client, keys, timeoutMs: config.storeTimeoutMs });
+  }
+  logger.warn(
+    'SLUICE_REDIS_URL is not set: running on the embedded single-process store. ' +
+      'State is not shared with other instances and is lost on restart.',
+  );
+  return new MemoryStore({ keys });
+}
+
+function redactUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@');
+}
+
+export const storeProvider: Provider = {
+  provide: STORE,
+  inject: [SLUICE_CONFIG, MetricsService],
+  useFactory: (config: SluiceConfig, metrics: MetricsService): Store => instrumentStore(createStore(config), metrics),
+};

@@ -1,0 +1,97 @@
+import { execFile } from 'node:child_process';
+import { findFreePorts } from './ports';
+import { RedisServerProcess, redisCli, waitUntil } from './redis-server';
+
+export interface RedisClusterOptions {
+  /** Bound on startup: nodes answering, `--cluster create`, and every node reporting `cluster_state:ok`. */
+  startTimeoutMs?: number;
+}
+
+const MASTERS = 3;
+const DEFAULT_START_TIMEOUT_MS = 20_000;
+
+/**
+ * A private 3-master Redis Cluster (no replicas) on 127.0.0.1, each node a RedisServerProcess
+ * (so the same cleanup safety nets apply).
+ */
+export class RedisClusterProcess {
+  /** The node processes, in the order of `nodes`. */
+  readonly servers: RedisServerProcess[] = [];
+
+  constructor(private readonly options: RedisClusterOptions = {}) {}
+
+  /** Creates a cluster and starts it. */
+  static async start(options?: RedisClusterOptions): Promise<RedisClusterProcess> {
+    return new RedisClusterProcess(options).start();
+  }
+
+  /** `127.0.0.1:<port>` of every node. */
+  get nodes(): string[] {
+    return this.servers.map((server) => `127.0.0.1:${server.port}`);
+  }
+
+  /** Starts the nodes, joins them into a cluster and waits until every node reports it healthy. */
+  async start(): Promise<this> {
+    if (this.servers.length > 0) throw new Error('RedisClusterProcess already started');
+    const timeoutMs = this.options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
+    // The cluster bus defaults to port+10000, which can exceed 65535 for ephemeral ports,
+    // so every node also gets an explicitly chosen free bus port.
+    const ports = await findFreePorts(2 * MASTERS);
+    for (let i = 0; i < MASTERS; i++) {
+      const port = ports[i];
+      const args = [
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${port}.conf`,
+        '--cluster-node-timeout',
+        '2000',
+        '--cluster-port',
+        String(ports[MASTERS + i]),
+      ];
+      this.servers.push(new RedisServerProcess({ port, args, startTimeoutMs: timeoutMs }));
+    }
+    try {
+      await Promise.all(this.servers.map((server) => server.start()));
+      await createCluster(this.nodes, timeoutMs);
+      let lastInfo = '';
+      await waitUntil(
+        async () => {
+          for (const server of this.servers) {
+            lastInfo = await redisCli(server.port, ['CLUSTER', 'INFO']).catch((err: Error) => err.message);
+            if (!isHealthy(lastInfo)) return false;
+          }
+          return true;
+        },
+        timeoutMs,
+        () => `Redis Cluster ${this.nodes.join(',')} did not reach cluster_state:ok; last CLUSTER INFO:\n${lastInfo}`,
+      );
+      return this;
+    } catch (err) {
+      await this.cleanup();
+      throw err;
+    }
+  }
+
+  /** Kills every node and removes their temp dirs. Idempotent. */
+  async cleanup(): Promise<void> {
+    await Promise.all(this.servers.map((server) => server.cleanup()));
+  }
+}
+
+function isHealthy(info: string): boolean {
+  return (
+    info.includes('cluster_state:ok') &&
+    info.includes('cluster_slots_assigned:16384') &&
+    info.includes(`cluster_known_nodes:${MASTERS}`)
+  );
+}
+
+function createCluster(nodes: string[], timeoutMs: number): Promise<void> {
+  const args = ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes'];
+  return new Promise((resolve, reject) => {
+    execFile('redis-cli', args, { timeout: timeoutMs }, (err, stdout, stderr) =>
+      err ? reject(new Error(`redis-cli --cluster create failed: ${err.message}\n${stdout}${stderr}`)) : resolve(),
+    );
+  });
+}
