@@ -39,17 +39,13 @@ export class RedisClusterProcess {
     const ports = await findFreePorts(2 * MASTERS);
     for (let i = 0; i < MASTERS; i++) {
       const port = ports[i];
-      const args = [
-        '--cluster-enabled',
-        'yes',
-        '--cluster-config-file',
-        `nodes-${port}.conf`,
-        '--cluster-node-timeout',
-        '2000',
-        '--cluster-port',
-        String(ports[MASTERS + i]),
-      ];
-      this.servers.push(new RedisServerProcess({ port, args, startTimeoutMs: timeoutMs }));
+      const config = {
+        'cluster-enabled': 'yes',
+        'cluster-config-file': `nodes-${port}.conf`,
+        'cluster-node-timeout': '2000',
+        'cluster-port': String(ports[MASTERS + i]),
+      };
+      this.servers.push(new RedisServerProcess({ port, config, startTimeoutMs: timeoutMs }));
     }
     try {
       await Promise.all(this.servers.map((server) => server.start()));

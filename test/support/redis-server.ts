@@ -8,9 +8,9 @@ import { findFreePort } from './ports';
 export interface RedisServerOptions {
   /** Port to listen on; by default a free one is picked on the first `start()` and kept. */
   port?: number;
-  /** Extra `redis-server` arguments, appended after the defaults. */
-  args?: string[];
-  /** How long `start()` waits for the server to answer PING. */
+  /** Extra config directives, passed as `--name value` (e.g. `{ 'cluster-enabled': 'yes' }`). */
+  config?: Record<string, string>;
+  /** How long `start()` waits for the server to answer. */
   startTimeoutMs?: number;
 }
 
@@ -99,7 +99,13 @@ export class RedisServerProcess {
 
   /** Creates a server and starts it. */
   static async start(options?: RedisServerOptions): Promise<RedisServerProcess> {
-    return new RedisServerProcess(options).start();
+    const server = new RedisServerProcess(options);
+    try {
+      return await server.start();
+    } catch (err) {
+      await server.cleanup();
+      throw err;
+    }
   }
 
   get port(): number {
@@ -121,7 +127,7 @@ export class RedisServerProcess {
     return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
   }
 
-  /** Starts the server (again, on the same port) and waits until it answers PING. No-op when running. */
+  /** Starts the server (again, on the same port) and waits until it answers. No-op when running. */
   async start(): Promise<this> {
     if (this.running) return this;
     await this.waitForExit();
@@ -168,20 +174,16 @@ export class RedisServerProcess {
 
   private async launch(): Promise<void> {
     const port = this.port;
-    const args = [
-      ...LAUNCHER.slice(1),
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      this.dir,
-      ...(this.options.args ?? []),
-    ];
+    const config = {
+      bind: '127.0.0.1',
+      save: '', // no RDB snapshots
+      appendonly: 'no',
+      loglevel: 'warning', // keep startup errors (kept for error messages) easy to spot
+      ...this.options.config,
+      port: String(port),
+      dir: this.dir,
+    };
+    const args = [...LAUNCHER.slice(1), ...Object.entries(config).flatMap(([name, value]) => [`--${name}`, value])];
     this.output = '';
     let spawnError: Error | undefined;
     const child = spawn(LAUNCHER[0], args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -199,22 +201,24 @@ export class RedisServerProcess {
     child.stdout?.on('data', keepTail);
     child.stderr?.on('data', keepTail);
 
-    let pong = false;
+    let answered = false;
     try {
       await waitUntil(
         async () => {
           if (spawnError || !this.running) return true; // stop polling; reported below
-          pong = (await redisCli(port, ['PING']).catch(() => '')).trim() === 'PONG';
-          return pong;
+          // Ask for the pid, not just PING: if someone else holds the port, their server would answer.
+          const info = await redisCli(port, ['INFO', 'server']).catch(() => '');
+          answered = /process_id:(\d+)/.exec(info)?.[1] === String(child.pid);
+          return answered;
         },
         this.options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS,
-        () => `redis-server on port ${port} did not answer PING`,
+        () => `redis-server on port ${port} did not answer`,
       );
     } catch (err) {
       await this.kill();
       throw new Error(`${(err as Error).message}; output:\n${this.output}`);
     }
-    if (!pong) {
+    if (!answered) {
       await this.waitForExit();
       const why = spawnError ? `could not be spawned: ${spawnError.message}` : 'exited during startup';
       throw new Error(`redis-server on port ${port} ${why}; output:\n${this.output}`);

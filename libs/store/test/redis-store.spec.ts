@@ -1,0 +1,67 @@
+import { Redis } from 'ioredis';
+import { RedisStore, SluiceKeys, createRedisClient } from '../src';
+import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../../../test/support/redis';
+import { describeStoreConformance } from './store-conformance';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describeStoreConformance('RedisStore (standalone)', async () => {
+  const prefix = uniquePrefix('conformance');
+  const client = createRedisClient({ url: SHARED_REDIS_URL, commandTimeoutMs: 2000 });
+  await new Promise((resolve) => client.once('ready', resolve));
+  return {
+    store: new RedisStore({ client, keys: new SluiceKeys(prefix), timeoutMs: 2000 }),
+    pass: sleep,
+    cleanup: async () => {
+      await deleteKeysWithPrefix(client, prefix);
+      client.disconnect();
+    },
+  };
+});
+
+describe('RedisStore keys', () => {
+  const prefix = uniquePrefix('keys');
+  const keys = new SluiceKeys(prefix);
+  let client: Redis;
+  let store: RedisStore;
+  beforeAll(async () => {
+    client = new Redis(SHARED_REDIS_URL, { protocol: 2 });
+    store = new RedisStore({ client, keys, timeoutMs: 2000 });
+  });
+  afterAll(async () => {
+    await deleteKeysWithPrefix(client, prefix);
+    client.disconnect();
+  });
+
+  it('keeps every key of a dependency under one hash tag, each with a TTL of about one window', async () => {
+    const ref = { namespace: 'shop', dependency: 'payments-api' };
+    await store.recordOutcomes(ref, { requests: 5, successes: 4, failures: 1, slow: 0 }, {
+      budgetWindowSeconds: 10,
+      outcomeWindowSeconds: 30,
+    });
+    await store.decideRetry(ref, {
+      budget: { ratio: 0.1, minRetriesPerSecond: 10, windowSeconds: 10, maxAttempts: 3 },
+      delayMs: 0,
+    });
+    const stored = (await client.keys(`${prefix}:*`)).sort();
+    expect(stored).toEqual([`${prefix}:{shop/payments-api}:budget`, `${prefix}:{shop/payments-api}:outcomes`]);
+    const dependencyKeys = keys.dependency('shop', 'payments-api');
+    const budgetTtl = await client.ttl(dependencyKeys.budget);
+    const outcomesTtl = await client.ttl(dependencyKeys.outcomes);
+    expect(budgetTtl).toBeGreaterThan(0);
+    expect(budgetTtl).toBeLessThanOrEqual(12);
+    expect(outcomesTtl).toBeGreaterThan(12);
+    expect(outcomesTtl).toBeLessThanOrEqual(32);
+  });
+
+  it('fails fast with StoreUnavailableError when the command does not answer in time', async () => {
+    const slow = new Redis(SHARED_REDIS_URL, { protocol: 2 });
+    const blocked = new RedisStore({ client: slow, keys, timeoutMs: 50 });
+    await blocked.ping();
+    // CLIENT PAUSE would stop the shared server; instead, hold this connection with a blocking read.
+    void slow.blpop(`${prefix}:never`, 1).catch(() => undefined);
+    // Without the store timeout this ping would succeed once BLPOP gives up after 1 s.
+    await expect(blocked.ping()).rejects.toMatchObject({ name: 'StoreUnavailableError' });
+    slow.disconnect();
+  });
+});

@@ -1,0 +1,143 @@
+import type { RetryBudgetPolicy } from '@sluice/protocol';
+import type { DependencyRef, OutcomeWindows, Store } from '../src';
+
+/** What a store under test comes with: a way to let time pass, on its own clock. */
+export interface StoreUnderTest {
+  store: Store;
+  /** Lets `ms` pass for the store: a fake clock moves, a real one is waited on. */
+  pass(ms: number): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+const BUDGET: RetryBudgetPolicy = { ratio: 0.1, minRetriesPerSecond: 10, windowSeconds: 10, maxAttempts: 3 };
+const WINDOWS: OutcomeWindows = { budgetWindowSeconds: 10, outcomeWindowSeconds: 10 };
+const READ = { budget: BUDGET, outcomeWindowSeconds: 10 };
+const NO_OUTCOMES = { successes: 0, failures: 0, slow: 0 };
+
+let sequence = 0;
+const freshRef = (): DependencyRef => ({ namespace: 'conformance', dependency: `dep-${++sequence}` });
+
+/**
+ * One scenario suite for every Store: RedisStore (standalone and Cluster) and MemoryStore must
+ * answer alike, so the embedded mode and the fleet mode cannot drift apart.
+ */
+export function describeStoreConformance(label: string, open: () => Promise<StoreUnderTest>): void {
+  describe(`Store conformance: ${label}`, () => {
+    let subject: StoreUnderTest;
+    let store: Store;
+    beforeAll(async () => {
+      subject = await open();
+      store = subject.store;
+    });
+    afterAll(() => subject.cleanup());
+
+    it('reads a dependency never seen as empty, with the floor as its limit', async () => {
+      const snapshot = await store.readDependency(freshRef(), READ);
+      expect(snapshot).toEqual({
+        budget: { retries: 0, requests: 0, limit: 100, windowSeconds: 10 },
+        outcomes: NO_OUTCOMES,
+      });
+    });
+
+    it('deposits first attempts into the budget and outcomes into their window', async () => {
+      const ref = freshRef();
+      await store.recordOutcomes(ref, { requests: 600, successes: 550, failures: 40, slow: 7 }, WINDOWS);
+      const totals = await store.recordOutcomes(ref, { requests: 400, successes: 390, failures: 5, slow: 1 }, WINDOWS);
+      expect(totals).toEqual({ successes: 940, failures: 45, slow: 8 });
+      expect(await store.readDependency(ref, READ)).toEqual({
+        budget: { retries: 0, requests: 1000, limit: 200, windowSeconds: 10 },
+        outcomes: { successes: 940, failures: 45, slow: 8 },
+      });
+    });
+
+    it('grants retries up to the limit, then denies budget_exhausted without counting the denial', async () => {
+      const ref = freshRef();
+      await store.recordOutcomes(ref, { requests: 50, ...NO_OUTCOMES }, WINDOWS);
+      const policy = { ...BUDGET, minRetriesPerSecond: 0.5 }; // limit floor(5 + 5) = 10
+      const verdicts: string[] = [];
+      for (let i = 0; i < 12; i++) {
+        verdicts.push((await store.decideRetry(ref, { budget: policy, delayMs: 10 })).verdict);
+      }
+      expect(verdicts).toEqual([...Array(10).fill('granted'), 'budget_exhausted', 'budget_exhausted']);
+      const last = await store.decideRetry(ref, { budget: policy, delayMs: 10 });
+      expect(last).toEqual({ verdict: 'budget_exhausted', budget: { retries: 10, requests: 50, limit: 10, windowSeconds: 10 } });
+    });
+
+    it('returns the budget after a grant, the retry included', async () => {
+      const outcome = await store.decideRetry(freshRef(), { budget: BUDGET, delayMs: 0 });
+      expect(outcome).toEqual({ verdict: 'granted', budget: { retries: 1, requests: 0, limit: 100, windowSeconds: 10 } });
+    });
+
+    it('denies deadline_exceeded when the delay passes the deadline, and does not count it', async () => {
+      const ref = freshRef();
+      const denied = await store.decideRetry(ref, { budget: BUDGET, delayMs: 300, deadlineMs: 299 });
+      expect(denied.verdict).toBe('deadline_exceeded');
+      expect(denied.budget.retries).toBe(0);
+      const onTheEdge = await store.decideRetry(ref, { budget: BUDGET, delayMs: 300, deadlineMs: 300 });
+      expect(onTheEdge.verdict).toBe('granted');
+    });
+
+    it('computes the limit without binary-fraction drift (0.29 × 100 is 29)', async () => {
+      const ref = freshRef();
+      await store.recordOutcomes(ref, { requests: 100, ...NO_OUTCOMES }, WINDOWS);
+      const policy = { ...BUDGET, ratio: 0.29, minRetriesPerSecond: 0 };
+      const results = [];
+      for (let i = 0; i < 30; i++) results.push(await store.decideRetry(ref, { budget: policy, delayMs: 0 }));
+      expect(results.filter((r) => r.verdict === 'granted')).toHaveLength(29);
+      expect(results[29].budget.limit).toBe(29);
+    });
+
+    it('grants exactly the limit under concurrent decisions', async () => {
+      const ref = freshRef();
+      const policy = { ...BUDGET, minRetriesPerSecond: 5 }; // limit 50
+      const outcomes = await Promise.all(
+        Array.from({ length: 200 }, () => store.decideRetry(ref, { budget: policy, delayMs: 0 })),
+      );
+      expect(outcomes.filter((o) => o.verdict === 'granted')).toHaveLength(50);
+      expect((await store.readDependency(ref, { ...READ, budget: policy })).budget.retries).toBe(50);
+    });
+
+    it('keeps dependencies apart', async () => {
+      const a = freshRef();
+      const b = freshRef();
+      await store.recordOutcomes(a, { requests: 10, successes: 1, failures: 2, slow: 0 }, WINDOWS);
+      await store.decideRetry(a, { budget: BUDGET, delayMs: 0 });
+      expect(await store.readDependency(b, READ)).toEqual({
+        budget: { retries: 0, requests: 0, limit: 100, windowSeconds: 10 },
+        outcomes: NO_OUTCOMES,
+      });
+    });
+
+    it('forgets deposits, retries and outcomes once they age out of the window', async () => {
+      const ref = freshRef();
+      const oneSecond = { ...BUDGET, windowSeconds: 1 };
+      const windows = { budgetWindowSeconds: 1, outcomeWindowSeconds: 1 };
+      await store.recordOutcomes(ref, { requests: 500, successes: 3, failures: 4, slow: 1 }, windows);
+      await store.decideRetry(ref, { budget: oneSecond, delayMs: 0 });
+      await subject.pass(1100);
+      expect(await store.readDependency(ref, { budget: oneSecond, outcomeWindowSeconds: 1 })).toEqual({
+        budget: { retries: 0, requests: 0, limit: 10, windowSeconds: 1 },
+        outcomes: NO_OUTCOMES,
+      });
+    });
+
+    it('caps the distinct dependencies of a namespace, and frees a place after the retention', async () => {
+      const namespace = `cap-${++sequence}`;
+      const registration = { cap: 2, retentionMs: 1000 };
+      const register = (dependency: string) => store.registerDependency({ namespace, dependency }, registration);
+      expect(await register('a')).toBe(true);
+      expect(await register('b')).toBe(true);
+      expect(await register('c')).toBe(false);
+      expect(await register('a')).toBe(true);
+      expect(await store.registerDependency({ namespace: `other-${sequence}`, dependency: 'c' }, registration)).toBe(
+        true,
+      );
+      await subject.pass(1100);
+      expect(await register('c')).toBe(true);
+    });
+
+    it('answers a ping', async () => {
+      await expect(store.ping()).resolves.toBeUndefined();
+    });
+  });
+}
