@@ -1,0 +1,57 @@
+import { Redis } from 'ioredis';
+import { startCoordinator, type RunningCoordinator } from '../support/coordinator';
+import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
+
+const post = (url: string, body: unknown) =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+describe('the budget holds across instances', () => {
+  const keyPrefix = uniquePrefix('fleet');
+  let a: RunningCoordinator;
+  let b: RunningCoordinator;
+
+  beforeAll(async () => {
+    const config = { redisUrl: SHARED_REDIS_URL, keyPrefix, storeTimeoutMs: 2000 };
+    [a, b] = await Promise.all([startCoordinator(config), startCoordinator(config)]);
+  });
+
+  afterAll(async () => {
+    await Promise.all([a?.close(), b?.close()]);
+    const client = new Redis(SHARED_REDIS_URL, { protocol: 2 });
+    await deleteKeysWithPrefix(client, keyPrefix);
+    client.disconnect();
+  });
+
+  it('grants exactly ratio × requests + floor of 300 concurrent retries split across two instances', async () => {
+    // Deposits arrive through both instances too: 600 via A, 400 via B.
+    for (const [instance, requests] of [[a, 600], [b, 400]] as const) {
+      const res = await post(`${instance.url}/v1/shop/reports`, {
+        reporter: `pod-${requests}`,
+        deps: [{ dep: 'payments-api', requests, successes: requests, failures: 0, slow: 0 }],
+      });
+      expect(res.status).toBe(200);
+    }
+    const expected = Math.floor(0.1 * 1000 + 10 * 10); // 200 with the default policy
+
+    const answers = await Promise.all(
+      Array.from({ length: 300 }, async (_, i) => {
+        const instance = i % 2 === 0 ? a : b;
+        const res = await post(`${instance.url}/v1/shop/deps/payments-api/retry`, { attempt: 1, idempotent: true });
+        expect(res.status).toBe(200);
+        return { instance: instance === a ? 'a' : 'b', body: (await res.json()) as { allow: boolean; reason: string } };
+      }),
+    );
+
+    const granted = answers.filter((answer) => answer.body.allow);
+    const denied = answers.filter((answer) => !answer.body.allow);
+    expect(granted).toHaveLength(expected);
+    expect(denied).toHaveLength(300 - expected);
+    expect(new Set(denied.map((answer) => answer.body.reason))).toEqual(new Set(['budget_exhausted']));
+    // Both instances granted some: the budget is one fleet-wide fact, not two halves.
+    expect(granted.some((answer) => answer.instance === 'a')).toBe(true);
+    expect(granted.some((answer) => answer.instance === 'b')).toBe(true);
+
+    const view = (await (await fetch(`${b.url}/v1/shop/deps/payments-api`)).json()) as { budget: unknown };
+    expect(view.budget).toEqual({ retries: expected, requests: 1000, limit: expected, windowSeconds: 10 });
+  });
+});

@@ -1,0 +1,88 @@
+import type { Cluster } from 'ioredis';
+import { RedisStore, SluiceKeys, createRedisClient } from '@sluice/store';
+import { describeStoreConformance } from '../../libs/store/test/store-conformance';
+import { startCoordinator, type RunningCoordinator } from '../support/coordinator';
+import { RedisClusterProcess } from '../support/redis-cluster';
+import { deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const post = (url: string, body: unknown) =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+let cluster: Promise<RedisClusterProcess> | undefined;
+const startedCluster = () => (cluster ??= RedisClusterProcess.start());
+
+afterAll(async () => {
+  if (cluster) await (await cluster).cleanup();
+});
+
+async function clusterClient(nodes: string[]): Promise<Cluster> {
+  const client = createRedisClient({ clusterNodes: nodes, commandTimeoutMs: 2000 }) as Cluster;
+  await new Promise((resolve) => client.once('ready', resolve));
+  return client;
+}
+
+describeStoreConformance('RedisStore (3-master Cluster)', async () => {
+  const { nodes } = await startedCluster();
+  const client = await clusterClient(nodes);
+  const prefix = uniquePrefix('cluster');
+  return {
+    store: new RedisStore({ client, keys: new SluiceKeys(prefix), timeoutMs: 2000 }),
+    pass: sleep,
+    cleanup: async () => {
+      await deleteKeysWithPrefix(client, prefix);
+      client.disconnect();
+    },
+  };
+});
+
+describe('retry budget end to end on Redis Cluster', () => {
+  let a: RunningCoordinator;
+  let b: RunningCoordinator;
+  let nodes: string[];
+
+  beforeAll(async () => {
+    nodes = (await startedCluster()).nodes;
+    const config = { redisClusterNodes: nodes, storeTimeoutMs: 2000 };
+    [a, b] = await Promise.all([startCoordinator(config), startCoordinator(config)]);
+  });
+  afterAll(async () => {
+    await Promise.all([a?.close(), b?.close()]);
+  });
+
+  it('holds one budget per dependency across two instances, with dependencies spread over the masters', async () => {
+    const dependencies = ['payments-api', 'inventory', 'search', 'email', 'ledger', 'fraud'];
+    await Promise.all(
+      dependencies.map((dep, i) =>
+        post(`${a.url}/v1/shop/reports`, {
+          reporter: 'pod-1',
+          deps: [{ dep, requests: 100 * (i + 1), successes: 1, failures: 0, slow: 0 }],
+        }).then((res) => expect(res.status).toBe(200)),
+      ),
+    );
+    for (const [i, dep] of dependencies.entries()) {
+      const limit = Math.floor(0.1 * 100 * (i + 1) + 100);
+      const answers = await Promise.all(
+        Array.from({ length: limit + 20 }, (_, n) =>
+          post(`${(n % 2 === 0 ? a : b).url}/v1/shop/deps/${dep}/retry`, { attempt: 1, idempotent: true }).then(
+            (res) => res.json() as Promise<{ allow: boolean; reason: string }>,
+          ),
+        ),
+      );
+      expect(answers.filter((answer) => answer.allow)).toHaveLength(limit);
+      expect(answers.filter((answer) => answer.reason === 'budget_exhausted')).toHaveLength(20);
+    }
+
+    // The keys really are spread: more than one master holds budget keys.
+    const client = await clusterClient(nodes);
+    const holders = await Promise.all(
+      client.nodes('master').map(async (node) => {
+        if (node.status === 'wait') await node.connect();
+        return (await node.keys('sluice:{shop/*}:budget')).length;
+      }),
+    );
+    expect(holders.filter((count) => count > 0).length).toBeGreaterThan(1);
+    await deleteKeysWithPrefix(client, 'sluice:{shop/');
+    client.disconnect();
+  });
+});
