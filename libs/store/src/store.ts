@@ -81,5 +81,8 @@ export interface Store {
   /** Resolves when the store answers. */
   ping(): Promise<void>;
 
+  /** Resolves once connected; rejects with StoreUnavailableError after `timeoutMs`. */
+  waitUntilReady(timeoutMs: number): Promise<void>;
+
   close(): Promise<void>;
 }

@@ -1,9 +1,9 @@
 import { Redis } from 'ioredis';
 import { RedisStore, SluiceKeys, createRedisClient } from '../src';
 import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../../../test/support/redis';
+import { sleep } from '../../../test/support/time';
 import { describeStoreConformance } from './store-conformance';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describeStoreConformance('RedisStore (standalone)', async () => {
   const prefix = uniquePrefix('conformance');

@@ -1,7 +1,7 @@
 import type { Store } from '@sluice/store';
 import type { MetricsService } from '../metrics/metrics.service';
 
-type StoreOperation = Exclude<keyof Store, 'kind' | 'close'>;
+type StoreOperation = Exclude<keyof Store, 'kind' | 'close' | 'waitUntilReady'>;
 const OPERATIONS: StoreOperation[] = ['decideRetry', 'recordOutcomes', 'readDependency', 'registerDependency', 'ping'];
 
 /** Wraps a Store so every operation is timed and every failure counted. */

@@ -108,6 +108,8 @@ export class MemoryStore implements Store {
 
   async ping(): Promise<void> {}
 
+  async waitUntilReady(): Promise<void> {}
+
   async close(): Promise<void> {}
 
   private forget(namespace: string, dependency: string, registry: Map<string, number>): void {

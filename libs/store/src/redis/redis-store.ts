@@ -115,6 +115,22 @@ export class RedisStore implements Store {
     await this.guard(this.options.client.ping());
   }
 
+  async waitUntilReady(timeoutMs: number): Promise<void> {
+    const { client } = this.options;
+    if (client.status === 'ready') return;
+    await new Promise<void>((resolve, reject) => {
+      const onReady = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        client.off('ready', onReady);
+        reject(new StoreUnavailableError(`Redis was not ready within ${timeoutMs} ms`));
+      }, timeoutMs);
+      client.once('ready', onReady);
+    });
+  }
+
   async close(): Promise<void> {
     this.options.client.disconnect();
   }
