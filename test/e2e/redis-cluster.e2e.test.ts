@@ -1,11 +1,11 @@
 import type { Cluster } from 'ioredis';
 import { RedisStore, SluiceKeys, createRedisClient } from '@sluice/store';
+import { sleep } from '../support/time';
 import { describeStoreConformance } from '../../libs/store/test/store-conformance';
 import { startCoordinator, type RunningCoordinator } from '../support/coordinator';
 import { RedisClusterProcess } from '../support/redis-cluster';
 import { deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const post = (url: string, body: unknown) =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
