@@ -38,7 +38,11 @@ describe('the built service (npm run build)', () => {
   it('finds its Lua scripts and decides on Redis', async () => {
     const port = await findFreePort();
     const keyPrefix = uniquePrefix('built');
-    const service = run({ SLUICE_PORT: String(port), SLUICE_REDIS_URL: SHARED_REDIS_URL, SLUICE_KEY_PREFIX: keyPrefix });
+    const service = run({
+      SLUICE_PORT: String(port),
+      SLUICE_REDIS_URL: SHARED_REDIS_URL,
+      SLUICE_KEY_PREFIX: keyPrefix,
+    });
     started.push(service);
     const base = `http://127.0.0.1:${port}`;
     await waitUntil(

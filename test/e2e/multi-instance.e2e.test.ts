@@ -24,7 +24,10 @@ describe('the budget holds across instances', () => {
 
   it('grants exactly ratio × requests + floor of 300 concurrent retries split across two instances', async () => {
     // Deposits arrive through both instances too: 600 via A, 400 via B.
-    for (const [instance, requests] of [[a, 600], [b, 400]] as const) {
+    for (const [instance, requests] of [
+      [a, 600],
+      [b, 400],
+    ] as const) {
       const res = await post(`${instance.url}/v1/shop/reports`, {
         reporter: `pod-${requests}`,
         deps: [{ dep: 'payments-api', requests, successes: requests, failures: 0, slow: 0 }],

@@ -159,7 +159,9 @@ describe.each([
     expect(metrics.text).toContain(
       'sluice_retry_decisions_total{namespace="shop",dependency="counted",result="not_idempotent"} 2',
     );
-    expect(metrics.text).toMatch(/sluice_http_request_duration_seconds_count\{method="POST",route="\/v1\/:ns\/deps\/:dep\/retry",status="200"\} \d+/);
+    expect(metrics.text).toMatch(
+      /sluice_http_request_duration_seconds_count\{method="POST",route="\/v1\/:ns\/deps\/:dep\/retry",status="200"\} \d+/,
+    );
   });
 });
 
@@ -175,10 +177,20 @@ describe('dependency cap', () => {
         .post('/v1/capped/deps/three/retry')
         .send({ attempt: 1, idempotent: true })
         .expect(422);
-      expect(refused.body).toMatchObject({ statusCode: 422, code: 'too_many_dependencies', details: [{ field: 'dep' }] });
+      expect(refused.body).toMatchObject({
+        statusCode: 422,
+        code: 'too_many_dependencies',
+        details: [{ field: 'dep' }],
+      });
       const report = await request(server)
         .post('/v1/capped/reports')
-        .send({ reporter: 'r', deps: [{ dep: 'one', requests: 1, successes: 1, failures: 0, slow: 0 }, { dep: 'four', requests: 1, successes: 1, failures: 0, slow: 0 }] })
+        .send({
+          reporter: 'r',
+          deps: [
+            { dep: 'one', requests: 1, successes: 1, failures: 0, slow: 0 },
+            { dep: 'four', requests: 1, successes: 1, failures: 0, slow: 0 },
+          ],
+        })
         .expect(422);
       expect(report.body.details).toEqual([expect.objectContaining({ field: 'deps.1.dep' })]);
       await request(server).post('/v1/capped/deps/one/retry').send({ attempt: 1, idempotent: true }).expect(200);

@@ -123,6 +123,11 @@ export class RedisServerProcess {
     return this.tempDir;
   }
 
+  /** Process id of the running server (e.g. to SIGSTOP/SIGCONT it); undefined when not running. */
+  get pid(): number | undefined {
+    return this.running ? this.child?.pid : undefined;
+  }
+
   get running(): boolean {
     return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
   }

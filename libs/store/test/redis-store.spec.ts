@@ -4,7 +4,6 @@ import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../../../t
 import { sleep } from '../../../test/support/time';
 import { describeStoreConformance } from './store-conformance';
 
-
 describeStoreConformance('RedisStore (standalone)', async () => {
   const prefix = uniquePrefix('conformance');
   const client = createRedisClient({ url: SHARED_REDIS_URL, commandTimeoutMs: 2000 });
@@ -35,10 +34,14 @@ describe('RedisStore keys', () => {
 
   it('keeps every key of a dependency under one hash tag, each with a TTL of about one window', async () => {
     const ref = { namespace: 'shop', dependency: 'payments-api' };
-    await store.recordOutcomes(ref, { requests: 5, successes: 4, failures: 1, slow: 0 }, {
-      budgetWindowSeconds: 10,
-      outcomeWindowSeconds: 30,
-    });
+    await store.recordOutcomes(
+      ref,
+      { requests: 5, successes: 4, failures: 1, slow: 0 },
+      {
+        budgetWindowSeconds: 10,
+        outcomeWindowSeconds: 30,
+      },
+    );
     await store.decideRetry(ref, {
       budget: { ratio: 0.1, minRetriesPerSecond: 10, windowSeconds: 10, maxAttempts: 3 },
       delayMs: 0,

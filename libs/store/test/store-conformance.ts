@@ -60,12 +60,18 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
       }
       expect(verdicts).toEqual([...Array(10).fill('granted'), 'budget_exhausted', 'budget_exhausted']);
       const last = await store.decideRetry(ref, { budget: policy, delayMs: 10 });
-      expect(last).toEqual({ verdict: 'budget_exhausted', budget: { retries: 10, requests: 50, limit: 10, windowSeconds: 10 } });
+      expect(last).toEqual({
+        verdict: 'budget_exhausted',
+        budget: { retries: 10, requests: 50, limit: 10, windowSeconds: 10 },
+      });
     });
 
     it('returns the budget after a grant, the retry included', async () => {
       const outcome = await store.decideRetry(freshRef(), { budget: BUDGET, delayMs: 0 });
-      expect(outcome).toEqual({ verdict: 'granted', budget: { retries: 1, requests: 0, limit: 100, windowSeconds: 10 } });
+      expect(outcome).toEqual({
+        verdict: 'granted',
+        budget: { retries: 1, requests: 0, limit: 100, windowSeconds: 10 },
+      });
     });
 
     it('denies deadline_exceeded when the delay passes the deadline, and does not count it', async () => {

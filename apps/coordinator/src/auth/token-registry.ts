@@ -9,7 +9,11 @@ export interface Principal {
 }
 
 /** Everyone is an admin of every namespace when authentication is off. */
-export const OPEN_MODE_PRINCIPAL: Principal = Object.freeze({ id: 'anonymous', role: 'admin', namespaces: ['*'] }) as Principal;
+export const OPEN_MODE_PRINCIPAL: Principal = Object.freeze({
+  id: 'anonymous',
+  role: 'admin',
+  namespaces: ['*'],
+}) as Principal;
 
 const digest = (secret: string): Buffer => createHash('sha256').update(secret).digest();
 

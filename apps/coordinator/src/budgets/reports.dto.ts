@@ -28,17 +28,26 @@ export const MAX_REPORT_ENTRIES = 100;
 export const MAX_HISTOGRAM_BOUNDS = 64;
 
 export class LatencyHistogramDto implements LatencyHistogram {
-  @IsArray() @ArrayMinSize(1) @ArrayMaxSize(MAX_HISTOGRAM_BOUNDS)
-  @IsInt({ each: true }) @Min(1, { each: true }) @Max(3_600_000, { each: true })
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(MAX_HISTOGRAM_BOUNDS)
+  @IsInt({ each: true })
+  @Min(1, { each: true })
+  @Max(3_600_000, { each: true })
   boundsMs!: number[];
 
-  @IsArray() @ArrayMinSize(2) @ArrayMaxSize(MAX_HISTOGRAM_BOUNDS + 1)
-  @IsInt({ each: true }) @Min(0, { each: true }) @Max(MAX_COUNT, { each: true })
+  @IsArray()
+  @ArrayMinSize(2)
+  @ArrayMaxSize(MAX_HISTOGRAM_BOUNDS + 1)
+  @IsInt({ each: true })
+  @Min(0, { each: true })
+  @Max(MAX_COUNT, { each: true })
   counts!: number[];
 }
 
 export class ProbeOutcomeDto implements ProbeOutcome {
-  @IsString() @MaxLength(128)
+  @IsString()
+  @MaxLength(128)
   token!: string;
 
   @IsBoolean()
@@ -49,29 +58,48 @@ export class DependencyReportDto implements DependencyReport {
   @Matches(RESOURCE_NAME_PATTERN, { message: `must match ${RESOURCE_NAME_PATTERN.source}` })
   dep!: string;
 
-  @IsInt() @Min(0) @Max(MAX_COUNT)
+  @IsInt()
+  @Min(0)
+  @Max(MAX_COUNT)
   requests!: number;
 
-  @IsInt() @Min(0) @Max(MAX_COUNT)
+  @IsInt()
+  @Min(0)
+  @Max(MAX_COUNT)
   successes!: number;
 
-  @IsInt() @Min(0) @Max(MAX_COUNT)
+  @IsInt()
+  @Min(0)
+  @Max(MAX_COUNT)
   failures!: number;
 
-  @IsInt() @Min(0) @Max(MAX_COUNT)
+  @IsInt()
+  @Min(0)
+  @Max(MAX_COUNT)
   slow!: number;
 
-  @IsOptional() @IsObject() @ValidateNested() @Type(() => LatencyHistogramDto)
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => LatencyHistogramDto)
   latency?: LatencyHistogramDto;
 
-  @IsOptional() @IsArray() @ArrayMaxSize(100) @ValidateNested({ each: true }) @Type(() => ProbeOutcomeDto)
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(100)
+  @ValidateNested({ each: true })
+  @Type(() => ProbeOutcomeDto)
   probes?: ProbeOutcomeDto[];
 }
 
 export class ReportRequestDto implements ReportRequest {
-  @IsString() @Matches(/^[A-Za-z0-9._:-]{1,128}$/, { message: 'must be 1-128 of A-Z a-z 0-9 . _ : -' })
+  @IsString()
+  @Matches(/^[A-Za-z0-9._:-]{1,128}$/, { message: 'must be 1-128 of A-Z a-z 0-9 . _ : -' })
   reporter!: string;
 
-  @IsArray() @ArrayMaxSize(MAX_REPORT_ENTRIES) @ValidateNested({ each: true }) @Type(() => DependencyReportDto)
+  @IsArray()
+  @ArrayMaxSize(MAX_REPORT_ENTRIES)
+  @ValidateNested({ each: true })
+  @Type(() => DependencyReportDto)
   deps!: DependencyReportDto[];
 }

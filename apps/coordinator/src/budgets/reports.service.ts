@@ -20,7 +20,9 @@ export class ReportsService {
     const problems = reportProblems(report);
     if (problems.length > 0) throw validationFailed(problems);
     const entries = mergeByDependency(report.deps);
-    await Promise.all(entries.map(({ entry, index }) => this.registry.admit(namespace, entry.dep, `deps.${index}.dep`)));
+    await Promise.all(
+      entries.map(({ entry, index }) => this.registry.admit(namespace, entry.dep, `deps.${index}.dep`)),
+    );
     const response: ReportResponse = { deps: {} };
     await Promise.all(
       entries.map(async ({ entry }) => {

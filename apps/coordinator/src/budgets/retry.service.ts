@@ -24,7 +24,12 @@ export class RetryService {
     const policy = this.policies.forDependency(ref.namespace, ref.dependency);
     const delayMs = backoffDelay(policy.backoff, { attempt: request.attempt, retryAfterMs: request.retryAfterMs });
     const denial = preBudgetDenial(
-      { attempt: request.attempt, idempotent: request.idempotent ?? false, status: request.status, error: request.error },
+      {
+        attempt: request.attempt,
+        idempotent: request.idempotent ?? false,
+        status: request.status,
+        error: request.error,
+      },
       policy.retryBudget.maxAttempts,
     );
     let reason: RetryReason;

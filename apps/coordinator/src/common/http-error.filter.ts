@@ -47,7 +47,12 @@ function toApiError(error: unknown, request: FastifyRequest): ApiError {
   if (status !== undefined && status < 500) {
     const message = messageOf(error, status);
     const field = FIELDS_BY_STATUS[status];
-    return new ApiError(status, CODES_BY_STATUS[status] ?? 'validation_failed', message, field ? [{ field, message }] : undefined);
+    return new ApiError(
+      status,
+      CODES_BY_STATUS[status] ?? 'validation_failed',
+      message,
+      field ? [{ field, message }] : undefined,
+    );
   }
   logger.error(`unexpected error on ${request.method} ${request.url}`, (error as Error)?.stack);
   return new ApiError(500, 'internal_error', 'internal error');

@@ -8,6 +8,10 @@ export const SLUICE_CONFIG = Symbol('SLUICE_CONFIG');
 @Module({})
 export class ConfigModule {
   static register(config: SluiceConfig): DynamicModule {
-    return { module: ConfigModule, providers: [{ provide: SLUICE_CONFIG, useValue: config }], exports: [SLUICE_CONFIG] };
+    return {
+      module: ConfigModule,
+      providers: [{ provide: SLUICE_CONFIG, useValue: config }],
+      exports: [SLUICE_CONFIG],
+    };
   }
 }

@@ -74,8 +74,14 @@ describe('loadConfig', () => {
     [{ SLUICE_TOKENS: '{not json' }, 'SLUICE_TOKENS'],
     [{ SLUICE_TOKENS: '{"id":"x"}' }, 'SLUICE_TOKENS'],
     [{ SLUICE_TOKENS: '[{"id":"x","secret":"short","role":"admin","namespaces":["*"]}]' }, 'SLUICE_TOKENS'],
-    [{ SLUICE_TOKENS: '[{"id":"x","secret":"long-enough-secret-1","role":"root","namespaces":["*"]}]' }, 'SLUICE_TOKENS'],
-    [{ SLUICE_TOKENS: '[{"id":"x","secret":"long-enough-secret-1","role":"client","namespaces":["Bad"]}]' }, 'SLUICE_TOKENS'],
+    [
+      { SLUICE_TOKENS: '[{"id":"x","secret":"long-enough-secret-1","role":"root","namespaces":["*"]}]' },
+      'SLUICE_TOKENS',
+    ],
+    [
+      { SLUICE_TOKENS: '[{"id":"x","secret":"long-enough-secret-1","role":"client","namespaces":["Bad"]}]' },
+      'SLUICE_TOKENS',
+    ],
     [{ SLUICE_TOKENS_FILE: '/nonexistent/tokens.json' }, 'SLUICE_TOKENS_FILE'],
     [{ SLUICE_TOKENS: TOKENS, SLUICE_TOKENS_FILE: '/x' }, 'SLUICE_TOKENS_FILE'],
     [{ SLUICE_KEY_PREFIX: 'has space' }, 'SLUICE_KEY_PREFIX'],

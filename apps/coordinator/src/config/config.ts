@@ -25,37 +25,57 @@ export interface SluiceConfig {
 
 /** The environment as class-validator sees it: property names are the variables' names. */
 class Environment {
-  @IsOptional() @IsInt() @Min(0) @Max(65535)
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(65535)
   SLUICE_PORT?: number;
 
-  @IsOptional() @IsString() @Matches(/^[A-Za-z0-9.:[\]-]+$/)
+  @IsOptional()
+  @IsString()
+  @Matches(/^[A-Za-z0-9.:[\]-]+$/)
   SLUICE_HOST?: string;
 
-  @IsOptional() @IsString() @Matches(/^rediss?:\/\/\S+$/, { message: 'must be a redis:// or rediss:// URL' })
+  @IsOptional()
+  @IsString()
+  @Matches(/^rediss?:\/\/\S+$/, { message: 'must be a redis:// or rediss:// URL' })
   SLUICE_REDIS_URL?: string;
 
-  @IsOptional() @IsString()
+  @IsOptional()
+  @IsString()
   SLUICE_REDIS_CLUSTER_NODES?: string;
 
-  @IsOptional() @IsString()
+  @IsOptional()
+  @IsString()
   SLUICE_TOKENS?: string;
 
-  @IsOptional() @IsString()
+  @IsOptional()
+  @IsString()
   SLUICE_TOKENS_FILE?: string;
 
-  @IsOptional() @IsString()
+  @IsOptional()
+  @IsString()
   SLUICE_POLICIES_FILE?: string;
 
-  @IsOptional() @IsInt() @Min(1) @Max(60000)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(60000)
   SLUICE_STORE_TIMEOUT_MS?: number;
 
-  @IsOptional() @IsIn(LOG_LEVELS)
+  @IsOptional()
+  @IsIn(LOG_LEVELS)
   SLUICE_LOG_LEVEL?: LogLevel;
 
-  @IsOptional() @IsInt() @Min(1) @Max(1_000_000)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
   SLUICE_MAX_DEPENDENCIES_PER_NAMESPACE?: number;
 
-  @IsOptional() @IsString() @Matches(/^[A-Za-z0-9_.:-]{1,64}$/)
+  @IsOptional()
+  @IsString()
+  @Matches(/^[A-Za-z0-9_.:-]{1,64}$/)
   SLUICE_KEY_PREFIX?: string;
 }
 
@@ -118,7 +138,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SluiceConfig {
 
 function parseClusterNodes(value: string | undefined): string[] | undefined {
   if (!value) return undefined;
-  const nodes = value.split(',').map((node) => node.trim()).filter(Boolean);
+  const nodes = value
+    .split(',')
+    .map((node) => node.trim())
+    .filter(Boolean);
   for (const node of nodes) {
     try {
       splitHostPort(node);

@@ -44,9 +44,7 @@ export function parseTokens(json: string, variable: string): TokenDefinition[] {
   if (!Array.isArray(raw)) throw new ConfigError(variable, 'must be a JSON array of tokens');
   const tokens = raw.map((entry, index) => {
     const token = plainToInstance(TokenDefinitionDto, entry);
-    const problems = flattenValidationErrors(
-      validateSync(token, { whitelist: true, forbidNonWhitelisted: true }),
-    );
+    const problems = flattenValidationErrors(validateSync(token, { whitelist: true, forbidNonWhitelisted: true }));
     if (problems.length > 0) {
       throw new ConfigError(variable, `token ${index}: ${problems[0].field} ${problems[0].message}`);
     }

@@ -30,10 +30,7 @@ export class DependencyRegistry {
     const now = Date.now();
     if ((this.renewAt.get(cacheKey) ?? 0) > now) return;
     const cap = this.config.maxDependenciesPerNamespace;
-    const admitted = await this.store.registerDependency(
-      { namespace, dependency },
-      { cap, retentionMs: RETENTION_MS },
-    );
+    const admitted = await this.store.registerDependency({ namespace, dependency }, { cap, retentionMs: RETENTION_MS });
     if (!admitted) throw tooManyDependencies(field, cap);
     if (this.renewAt.size >= MAX_REMEMBERED) this.renewAt.clear();
     this.renewAt.set(cacheKey, now + RENEW_AFTER_MS);

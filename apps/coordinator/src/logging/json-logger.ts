@@ -1,7 +1,15 @@
 import type { LoggerService } from '@nestjs/common';
 import type { LogLevel } from '../config/config';
 
-const SEVERITY: Record<LogLevel, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: 99 };
+const SEVERITY: Record<LogLevel, number> = {
+  trace: 10,
+  debug: 20,
+  info: 30,
+  warn: 40,
+  error: 50,
+  fatal: 60,
+  silent: 99,
+};
 
 /** Nest's logs as one JSON object per line on stdout, in the same shape as Fastify's request logs. */
 export class JsonLogger implements LoggerService {

@@ -1,6 +1,7 @@
 import { DEFAULT_DEPENDENCY_POLICY } from '@sluice/protocol';
 import { ConfigError } from '../config/config-error';
-import { parsePolicies } from './policies-file';
+import { join } from 'node:path';
+import { parsePolicies, readPoliciesFile } from './policies-file';
 import { PolicyService } from './policy.service';
 
 describe('policies file', () => {
@@ -29,7 +30,10 @@ describe('policies file', () => {
   });
 
   it.each([
-    [{ namespaces: { shop: { dependencies: { pay: { retryBudget: { ratio: 2 } } } } } }, 'namespaces.shop.dependencies.pay.retryBudget.ratio'],
+    [
+      { namespaces: { shop: { dependencies: { pay: { retryBudget: { ratio: 2 } } } } } },
+      'namespaces.shop.dependencies.pay.retryBudget.ratio',
+    ],
     [{ default: { backoff: { jitter: 'wild' } } }, 'default.backoff.jitter'],
     [{ default: { backoff: { baseMs: 500, capMs: 100 } } }, 'default.backoff.capMs'],
     [{ default: { retryBudget: { windowSeconds: 0 } } }, 'default.retryBudget.windowSeconds'],
@@ -41,5 +45,17 @@ describe('policies file', () => {
   ])('rejects %j naming %s', (document, field) => {
     expect(() => parsePolicies(document, 'policies.yaml')).toThrow(ConfigError);
     expect(() => parsePolicies(document, 'policies.yaml')).toThrow(field);
+  });
+
+  it('reads the example policies file shipped in deploy/', () => {
+    const file = readPoliciesFile(join(__dirname, '../../../../deploy/policies.example.yaml'));
+    const policies = new PolicyService(file);
+    expect(policies.forDependency('shop', 'payments-api').retryBudget).toEqual({
+      ratio: 0.05,
+      minRetriesPerSecond: 10,
+      windowSeconds: 10,
+      maxAttempts: 2,
+    });
+    expect(policies.forDependency('shop', 'search').mode).toBe('shadow');
   });
 });

@@ -19,7 +19,10 @@ const VARIABLE = 'SLUICE_POLICIES_FILE';
  */
 export interface PoliciesFile {
   default?: DependencyPolicyOverride;
-  namespaces: Record<string, { default?: DependencyPolicyOverride; dependencies: Record<string, DependencyPolicyOverride> }>;
+  namespaces: Record<
+    string,
+    { default?: DependencyPolicyOverride; dependencies: Record<string, DependencyPolicyOverride> }
+  >;
 }
 
 export function readPoliciesFile(path: string): PoliciesFile {

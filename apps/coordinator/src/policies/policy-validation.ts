@@ -1,18 +1,12 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
-import {
-  DEFAULT_DEPENDENCY_POLICY,
-  mergeDependencyPolicy,
-  type DependencyPolicyOverride,
-} from '@sluice/protocol';
+import { DEFAULT_DEPENDENCY_POLICY, mergeDependencyPolicy, type DependencyPolicyOverride } from '@sluice/protocol';
 import type { FieldProblem } from '../config/validation-messages';
 import { flattenValidationErrors } from '../config/validation-messages';
 import { DependencyPolicyDto } from './policy.dto';
 import { crossFieldProblems } from './policy-rules';
 
-export type PolicyValidation =
-  | { ok: true; policy: DependencyPolicyOverride }
-  | { ok: false; problems: FieldProblem[] };
+export type PolicyValidation = { ok: true; policy: DependencyPolicyOverride } | { ok: false; problems: FieldProblem[] };
 
 /** Validates a policy document (or part of one) field by field; `path` prefixes field names. */
 export function validatePolicyOverride(plain: unknown, path = ''): PolicyValidation {

@@ -1,16 +1,6 @@
 import 'reflect-metadata';
 import { Type } from 'class-transformer';
-import {
-  IsIn,
-  IsInt,
-  IsNumber,
-  IsObject,
-  IsOptional,
-  Max,
-  Min,
-  ValidateIf,
-  ValidateNested,
-} from 'class-validator';
+import { IsIn, IsInt, IsNumber, IsObject, IsOptional, Max, Min, ValidateIf, ValidateNested } from 'class-validator';
 import type {
   BackoffPolicy,
   BreakerPolicy,
@@ -24,102 +14,178 @@ import type {
 
 /** Every section is optional: omitted fields take the defaults (API.md §Policy document). */
 export class RetryBudgetPolicyDto implements Partial<RetryBudgetPolicy> {
-  @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(0) @Max(1)
+  @IsOptional()
+  @IsNumber({ allowNaN: false, allowInfinity: false })
+  @Min(0)
+  @Max(1)
   ratio?: number;
 
-  @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(0) @Max(100_000)
+  @IsOptional()
+  @IsNumber({ allowNaN: false, allowInfinity: false })
+  @Min(0)
+  @Max(100_000)
   minRetriesPerSecond?: number;
 
-  @IsOptional() @IsInt() @Min(1) @Max(600)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(600)
   windowSeconds?: number;
 
-  @IsOptional() @IsInt() @Min(1) @Max(100)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(100)
   maxAttempts?: number;
 }
 
 export class BackoffPolicyDto implements Partial<BackoffPolicy> {
-  @IsOptional() @IsInt() @Min(0) @Max(600_000)
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(600_000)
   baseMs?: number;
 
-  @IsOptional() @IsInt() @Min(0) @Max(3_600_000)
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(3_600_000)
   capMs?: number;
 
-  @IsOptional() @IsIn(['full', 'decorrelated', 'none'])
+  @IsOptional()
+  @IsIn(['full', 'decorrelated', 'none'])
   jitter?: JitterKind;
 }
 
 export class BreakerPolicyDto implements Partial<BreakerPolicy> {
-  @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(0.01) @Max(1)
+  @IsOptional()
+  @IsNumber({ allowNaN: false, allowInfinity: false })
+  @Min(0.01)
+  @Max(1)
   failureRateThreshold?: number;
 
-  @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(0.01) @Max(1)
+  @IsOptional()
+  @IsNumber({ allowNaN: false, allowInfinity: false })
+  @Min(0.01)
+  @Max(1)
   slowCallRateThreshold?: number;
 
-  @IsOptional() @IsInt() @Min(1) @Max(600_000)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(600_000)
   slowCallMs?: number;
 
-  @IsOptional() @IsInt() @Min(1) @Max(1_000_000)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
   minimumCalls?: number;
 
-  @IsOptional() @IsInt() @Min(1) @Max(600)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(600)
   windowSeconds?: number;
 
-  @IsOptional() @IsInt() @Min(1) @Max(86_400_000)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(86_400_000)
   openMs?: number;
 
-  @IsOptional() @IsInt() @Min(1) @Max(86_400_000)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(86_400_000)
   maxOpenMs?: number;
 
-  @IsOptional() @IsInt() @Min(1) @Max(100)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(100)
   halfOpenProbes?: number;
 
-  @IsOptional() @IsInt() @Min(1) @Max(1000)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(1000)
   closeAfterSuccesses?: number;
 
-  @IsOptional() @IsInt() @Min(100) @Max(600_000)
+  @IsOptional()
+  @IsInt()
+  @Min(100)
+  @Max(600_000)
   probeLeaseMs?: number;
 
-  @IsOptional() @IsInt() @Min(1) @Max(1000)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(1000)
   minReporters?: number;
 }
 
 export class RateLimitPolicyDto implements RateLimitPolicy {
-  @IsInt() @Min(1) @Max(1_000_000_000)
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000_000)
   rate!: number;
 
-  @IsInt() @Min(1) @Max(86_400_000)
+  @IsInt()
+  @Min(1)
+  @Max(86_400_000)
   periodMs!: number;
 
-  @IsInt() @Min(1) @Max(1_000_000_000)
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000_000)
   burst!: number;
 }
 
 export class ConcurrencyPolicyDto implements ConcurrencyPolicy {
-  @IsInt() @Min(1) @Max(100_000)
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
   limit!: number;
 
-  @IsInt() @Min(100) @Max(3_600_000)
+  @IsInt()
+  @Min(100)
+  @Max(3_600_000)
   leaseMs!: number;
 }
 
 export class DependencyPolicyDto implements DependencyPolicyOverride {
-  @IsOptional() @IsIn(['enforce', 'shadow'])
+  @IsOptional()
+  @IsIn(['enforce', 'shadow'])
   mode?: PolicyMode;
 
-  @IsOptional() @IsObject() @ValidateNested() @Type(() => RetryBudgetPolicyDto)
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => RetryBudgetPolicyDto)
   retryBudget?: RetryBudgetPolicyDto;
 
-  @IsOptional() @IsObject() @ValidateNested() @Type(() => BackoffPolicyDto)
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => BackoffPolicyDto)
   backoff?: BackoffPolicyDto;
 
-  @IsOptional() @IsObject() @ValidateNested() @Type(() => BreakerPolicyDto)
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => BreakerPolicyDto)
   breaker?: BreakerPolicyDto;
 
   @ValidateIf((policy: DependencyPolicyDto) => policy.rateLimit !== undefined && policy.rateLimit !== null)
-  @IsObject() @ValidateNested() @Type(() => RateLimitPolicyDto)
+  @IsObject()
+  @ValidateNested()
+  @Type(() => RateLimitPolicyDto)
   rateLimit?: RateLimitPolicyDto | null;
 
   @ValidateIf((policy: DependencyPolicyDto) => policy.concurrency !== undefined && policy.concurrency !== null)
-  @IsObject() @ValidateNested() @Type(() => ConcurrencyPolicyDto)
+  @IsObject()
+  @ValidateNested()
+  @Type(() => ConcurrencyPolicyDto)
   concurrency?: ConcurrencyPolicyDto | null;
 }

@@ -145,7 +145,10 @@ export class RedisStore implements Store {
     const { timeoutMs } = this.options;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreUnavailableError(`Redis did not answer within ${timeoutMs} ms`)), timeoutMs);
+      timer = setTimeout(
+        () => reject(new StoreUnavailableError(`Redis did not answer within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
     });
     return Promise.race([operation, timeout])
       .catch((error: unknown) => {
