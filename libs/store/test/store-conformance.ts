@@ -127,6 +127,22 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
       });
     });
 
+    it('keeps deciding after buckets holding zero counters age out', async () => {
+      const ref = freshRef();
+      const oneSecond = { ...BUDGET, windowSeconds: 1 };
+      // A second with a retry and no deposit, and one with a deposit and no retry.
+      expect((await store.decideRetry(ref, { budget: oneSecond, delayMs: 0 })).verdict).toBe('granted');
+      await subject.pass(1100);
+      await store.recordOutcomes(
+        ref,
+        { requests: 20, ...NO_OUTCOMES },
+        { budgetWindowSeconds: 1, outcomeWindowSeconds: 1 },
+      );
+      await subject.pass(1100);
+      const after = await store.decideRetry(ref, { budget: oneSecond, delayMs: 0 });
+      expect(after).toEqual({ verdict: 'granted', budget: { retries: 1, requests: 0, limit: 10, windowSeconds: 1 } });
+    });
+
     it('caps the distinct dependencies of a namespace, and frees a place after the retention', async () => {
       const namespace = `cap-${++sequence}`;
       const registration = { cap: 2, retentionMs: 1000 };

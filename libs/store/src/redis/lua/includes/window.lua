@@ -37,7 +37,11 @@ local function windowPrune(key, fields, second, windowSeconds)
       local values = rcall('HMGET', key, unpack(bucket))
       if values[1] then
         for i, f in ipairs(fields) do
-          rcall('HINCRBY', key, 't:' .. f, -(tonumber(values[i]) or 0))
+          local value = tonumber(values[i]) or 0
+          -- Skip zeros: -(0) prints as "-0", which HINCRBY refuses.
+          if value ~= 0 then
+            rcall('HINCRBY', key, 't:' .. f, -value)
+          end
         end
         rcall('HDEL', key, unpack(bucket))
       end
