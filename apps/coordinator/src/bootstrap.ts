@@ -2,10 +2,12 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { LogController } from 'fastify';
+import { LogController, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { AppModule } from './app.module';
+import { sendError } from './common/http-error.filter';
+import { checkJsonObjectBody } from './common/json-body';
 import { isLoopbackHost, type SluiceConfig } from './config/config';
 import { JsonLogger } from './logging/json-logger';
 import { MetricsService } from './metrics/metrics.service';
@@ -21,6 +23,10 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
   const verbose = config.logLevel === 'debug' || config.logLevel === 'trace';
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
+    // Names may be 128 characters and idempotency keys 255: the pattern checks decide, not the router.
+    maxParamLength: 512,
+    frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) =>
+      sendError(error, request, reply),
     logger: { level: config.logLevel },
     logController: new LogController({ disableRequestLogging: !verbose }),
     requestIdHeader: false,
@@ -39,6 +45,7 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
   fastify.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  fastify.addHook('preValidation', async (request) => checkJsonObjectBody(request));
   fastify.addHook('onResponse', async (request, reply) => {
     metrics.httpRequestDuration.observe(
       { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },

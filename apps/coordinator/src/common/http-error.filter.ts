@@ -13,13 +13,14 @@ const CODES_BY_STATUS: Record<number, ErrorCode> = {
   409: 'in_flight',
   412: 'precondition_failed',
   413: 'payload_too_large',
+  414: 'validation_failed',
   415: 'validation_failed',
 };
 
 const logger = new Logger('HttpError');
 
 /** Errors raised before a DTO is reached name the part of the request at fault. */
-const FIELDS_BY_STATUS: Record<number, string> = { 400: 'body', 413: 'body', 415: 'content-type' };
+const FIELDS_BY_STATUS: Record<number, string> = { 400: 'body', 413: 'body', 414: 'path', 415: 'content-type' };
 
 /** Turns every error into the API's error body; an unknown error is a 500 that hides its cause. */
 @Catch()
@@ -30,8 +31,8 @@ export class HttpErrorFilter implements ExceptionFilter {
   }
 }
 
-/** Sends the API error body for `error`, including errors Fastify raised while reading the body. */
-function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
+/** Sends the API error body for `error`, including errors Fastify raised while reading the request. */
+export function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
   const apiError = toApiError(error, request);
   for (const [name, value] of Object.entries(apiError.headers)) reply.header(name, value);
   void reply.status(apiError.getStatus()).send(apiError.body());
@@ -46,7 +47,7 @@ function toApiError(error: unknown, request: FastifyRequest): ApiError {
   const status = statusOf(error);
   if (status !== undefined && status < 500) {
     const message = messageOf(error, status);
-    const field = FIELDS_BY_STATUS[status];
+    const field = (error as { code?: unknown }).code === 'FST_ERR_BAD_URL' ? 'path' : FIELDS_BY_STATUS[status];
     return new ApiError(
       status,
       CODES_BY_STATUS[status] ?? 'validation_failed',

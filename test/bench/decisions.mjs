@@ -1,0 +1,237 @@
+// Retry-decision throughput: the coordinator against a bare node:http server running the same
+// decide_retry script, and against redis-benchmark calling that script directly.
+// Run with `npm run bench:decisions` (builds dist/ first).
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import {
+  freePort,
+  httpLoad,
+  killAllChildrenNow,
+  redisBenchmark,
+  startChild,
+  stopAllChildren,
+  stopChild,
+  waitReady,
+} from './support.mjs';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
+const require = createRequire(import.meta.url);
+const { loadScript } = require(join(ROOT, 'dist/libs/store/src/redis/scripts.js'));
+
+const REDIS_HOST = '127.0.0.1';
+const REDIS_PORT = 6379;
+const REDIS_URL = `redis://${REDIS_HOST}:${REDIS_PORT}`;
+const CONNECTIONS = 32;
+const WARMUP_SECONDS = 2;
+const LOAD_SECONDS = 10;
+const NAMESPACE = 'bench';
+const DEPENDENCIES = ['payments', 'search', 'inventory', 'profile'];
+/**
+ * Generous enough that every decision is a grant and the script takes its write path; the default
+ * 10 s window, so buckets age out during the run as they do in production.
+ */
+const BUDGET = { ratio: 1, minRetriesPerSecond: 100_000, windowSeconds: 10 };
+const BODY = JSON.stringify({ attempt: 1, idempotent: true });
+const PREFIX = `sluice-bench-${process.pid}-${Date.now().toString(36)}`;
+
+const requests = DEPENDENCIES.map((dependency) => ({
+  method: 'POST',
+  path: `/v1/${NAMESPACE}/deps/${dependency}/retry`,
+  headers: { 'content-type': 'application/json' },
+  body: BODY,
+}));
+
+/** Checks one decision by hand, so the load below measures grants and not errors. */
+async function expectGrant(baseUrl) {
+  const response = await fetch(baseUrl + requests[0].path, {
+    method: 'POST',
+    headers: requests[0].headers,
+    body: BODY,
+  });
+  const answer = await response.json();
+  if (response.status !== 200 || answer.reason !== 'granted') {
+    throw new Error(`expected a granted decision from ${baseUrl}, got ${response.status} ${JSON.stringify(answer)}`);
+  }
+}
+
+/** Starts a server, waits for it, warms it up, measures it, stops it. */
+async function measureHttp(name, { args, env }) {
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const child = startChild(process.execPath, args(port), { cwd: ROOT, env: { ...cleanEnv(), ...env(port) } });
+  try {
+    await waitReady(`${baseUrl}/health/ready`, child);
+    await expectGrant(baseUrl);
+    process.stdout.write(`${name}: warming up ${WARMUP_SECONDS} s, measuring ${LOAD_SECONDS} s...\n`);
+    await httpLoad(baseUrl, { requests, connections: CONNECTIONS, durationSeconds: WARMUP_SECONDS });
+    return await httpLoad(baseUrl, { requests, connections: CONNECTIONS, durationSeconds: LOAD_SECONDS });
+  } finally {
+    await stopChild(child);
+  }
+}
+
+/** The inherited environment without any SLUICE_* variable, so only ours apply. */
+function cleanEnv() {
+  return Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('SLUICE_')));
+}
+
+async function measureCoordinator(policiesFile) {
+  return measureHttp('coordinator', {
+    args: () => ['dist/apps/coordinator/src/main.js'],
+    env: (port) => ({
+      SLUICE_PORT: String(port),
+      SLUICE_REDIS_URL: REDIS_URL,
+      SLUICE_KEY_PREFIX: `${PREFIX}-coord`,
+      SLUICE_LOG_LEVEL: 'warn',
+      SLUICE_POLICIES_FILE: policiesFile,
+    }),
+  });
+}
+
+async function measureBaseline() {
+  return measureHttp('baseline', {
+    args: () => ['test/bench/baseline-server.mjs'],
+    env: (port) => ({
+      BENCH_PORT: String(port),
+      BENCH_REDIS_URL: REDIS_URL,
+      BENCH_KEY_PREFIX: `${PREFIX}-base`,
+      BENCH_BUDGET: JSON.stringify(BUDGET),
+    }),
+  });
+}
+
+/** EVALSHA straight from redis-benchmark: a short pilot run sizes the real one to about LOAD_SECONDS. */
+async function measureRedisBenchmark(redis) {
+  const sha = await redis.script('LOAD', loadScript('decide_retry'));
+  const key = `${PREFIX}-rb:{${NAMESPACE}/dep-__rand_int__}:budget`;
+  const command = ['EVALSHA', sha, '1', key, String(BUDGET.ratio), String(BUDGET.minRetriesPerSecond)];
+  command.push(String(BUDGET.windowSeconds), '25', '-1');
+  const options = { host: REDIS_HOST, port: REDIS_PORT, connections: CONNECTIONS, keyspace: DEPENDENCIES.length };
+  const [code] = await redis.evalsha(sha, 1, key.replace('__rand_int__', 'probe'), ...command.slice(4));
+  if (code !== 1) throw new Error(`expected decide_retry to grant, got code ${code}`);
+  const pilot = await redisBenchmark({ ...options, requests: 20_000, command });
+  const total = Math.max(20_000, Math.min(2_000_000, Math.round(pilot.rps * LOAD_SECONDS)));
+  process.stdout.write(`redis-benchmark: ${total} EVALSHA calls...\n`);
+  return redisBenchmark({ ...options, requests: total, command });
+}
+
+/** One contender's result, or its failure: the others still run and print. */
+async function measure(contender, run) {
+  try {
+    return { contender, ...(await run()) };
+  } catch (error) {
+    console.error(`${contender} failed: ${error.message}`);
+    process.exitCode = 1;
+    return { contender, failed: error.message };
+  }
+}
+
+async function deleteBenchKeys(redis) {
+  let cursor = '0';
+  let deleted = 0;
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}*`, 'COUNT', 1000);
+    if (keys.length > 0) deleted += await redis.del(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+  return deleted;
+}
+
+function printTable(results) {
+  const baseline = results.find((result) => result.contender === 'baseline' && !result.failed);
+  const number = (value, digits) =>
+    value === null || value === undefined ? 'n/a' : String(Number(value.toFixed(digits)));
+  const rows = results.map((result) =>
+    result.failed
+      ? [result.contender, 'failed', '', '', '', '']
+      : [
+          result.contender,
+          number(result.rps, 0),
+          number(result.p50Ms, 3),
+          number(result.p99Ms, 3),
+          baseline ? `${(result.rps / baseline.rps).toFixed(2)}x` : 'n/a',
+          String(result.non2xx + result.errors + result.timeouts),
+        ],
+  );
+  const header = ['contender', 'requests/s', 'p50 ms', 'p99 ms', 'vs baseline', 'errors'];
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
+  const pad = (cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]));
+  const line = (cells) => cells.map(pad).join(' | ');
+  console.log(`\n${line(header)}\n${widths.map((width) => '-'.repeat(width)).join('-|-')}`);
+  for (const row of rows) console.log(line(row));
+  console.log(
+    '(autocannon measures latency to the whole millisecond; errors: non-2xx answers, socket errors, timeouts)',
+  );
+  if (results.some((result) => result.failed || result.non2xx + result.errors + result.timeouts > 0)) {
+    console.log('WARNING: some requests failed, so these numbers do not measure decisions alone');
+  }
+}
+
+async function main() {
+  const redis = new Redis(REDIS_URL, { protocol: 2, lazyConnect: true });
+  await redis.connect();
+  const tempDir = await mkdtemp(join(os.tmpdir(), 'sluice-bench-'));
+  const stopOnSignal = async (signal) => {
+    process.stderr.write(`\n${signal}: stopping children and deleting bench keys\n`);
+    await stopAllChildren();
+    await deleteBenchKeys(redis).catch(() => {});
+    await rm(tempDir, { recursive: true, force: true });
+    process.exit(130);
+  };
+  process.once('SIGINT', stopOnSignal);
+  process.once('SIGTERM', stopOnSignal);
+  try {
+    const redisVersion = /redis_version:(\S+)/.exec(await redis.info('server'))?.[1];
+    const environment = {
+      node: process.version,
+      cores: os.availableParallelism(),
+      cpu: os.cpus()[0]?.model,
+      platform: `${os.platform()} ${os.release()}`,
+      redis: redisVersion,
+      connections: CONNECTIONS,
+      warmupSeconds: WARMUP_SECONDS,
+      loadSeconds: LOAD_SECONDS,
+      dependencies: DEPENDENCIES.length,
+      keyPrefix: PREFIX,
+    };
+    console.log(
+      `node ${environment.node}, ${environment.cores} cores (${environment.cpu}), redis ${redisVersion}; ` +
+        `${CONNECTIONS} connections, ${DEPENDENCIES.length} dependencies, ${LOAD_SECONDS} s per contender`,
+    );
+
+    const policiesFile = join(tempDir, 'policies.json');
+    await writeFile(
+      policiesFile,
+      JSON.stringify({ namespaces: { [NAMESPACE]: { default: { retryBudget: BUDGET } } } }),
+    );
+
+    const results = [
+      await measure('coordinator', () => measureCoordinator(policiesFile)),
+      await measure('baseline', () => measureBaseline()),
+      await measure('redis-benchmark', () => measureRedisBenchmark(redis)),
+    ];
+    printTable(results);
+
+    const resultsDir = join(ROOT, 'test/bench/results');
+    await mkdir(resultsDir, { recursive: true });
+    const file = join(resultsDir, `decisions-${new Date().toISOString().replaceAll(':', '-')}.json`);
+    await writeFile(file, JSON.stringify({ environment, results }, null, 2) + '\n');
+    console.log(`\nraw results: ${file}`);
+  } finally {
+    await stopAllChildren();
+    const deleted = await deleteBenchKeys(redis);
+    console.log(`deleted ${deleted} bench keys (${PREFIX}*)`);
+    redis.disconnect();
+    await rm(tempDir, { recursive: true, force: true });
+  }
+}
+
+process.on('exit', killAllChildrenNow);
+main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});
