@@ -1,10 +1,10 @@
 import type { Cluster } from 'ioredis';
-import { RedisStore, SluiceKeys, createRedisClient } from '@sluice/store';
-import { sleep } from '../support/time';
+import { createRedisClient } from '@sluice/store';
+import { redisStoreUnderTest } from '../../libs/store/test/redis-under-test';
 import { describeStoreConformance } from '../../libs/store/test/store-conformance';
 import { startCoordinator, type RunningCoordinator } from '../support/coordinator';
 import { RedisClusterProcess } from '../support/redis-cluster';
-import { deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
+import { deleteKeysWithPrefix } from '../support/redis';
 
 const post = (url: string, body: unknown) =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -22,19 +22,9 @@ async function clusterClient(nodes: string[]): Promise<Cluster> {
   return client;
 }
 
-describeStoreConformance('RedisStore (3-master Cluster)', async () => {
-  const { nodes } = await startedCluster();
-  const client = await clusterClient(nodes);
-  const prefix = uniquePrefix('cluster');
-  return {
-    store: new RedisStore({ client, keys: new SluiceKeys(prefix), timeoutMs: 2000 }),
-    pass: sleep,
-    cleanup: async () => {
-      await deleteKeysWithPrefix(client, prefix);
-      client.disconnect();
-    },
-  };
-});
+describeStoreConformance('RedisStore (3-master Cluster)', async () =>
+  redisStoreUnderTest({ clusterNodes: (await startedCluster()).nodes }, 'cluster'),
+);
 
 describe('retry budget end to end on Redis Cluster', () => {
   let a: RunningCoordinator;

@@ -1,17 +1,7 @@
+import { seededRandom } from './random';
 import type { BackoffPolicy, JitterKind } from '@sluice/protocol';
-import { backoffDelay, type BackoffInput, type RandomSource } from './backoff';
-
-/** A small seeded PRNG with uniform output in [0, 1). */
-function mulberry32(seed: number): RandomSource {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { backoffDelay, type BackoffInput } from './backoff';
+import type { RandomSource } from './random';
 
 const constant =
   (value: number): RandomSource =>
@@ -94,7 +84,7 @@ describe('backoffDelay', () => {
     });
 
     it('stays in [0, min(cap, exponential)] for many random draws', () => {
-      const random = mulberry32(42);
+      const random = seededRandom(42);
       for (let i = 0; i < 2000; i++) {
         const attempt = 1 + (i % 12);
         const delay = backoffDelay(policy('full'), { attempt }, random);
@@ -104,7 +94,7 @@ describe('backoffDelay', () => {
     });
 
     it('actually spreads: draws are not all the same', () => {
-      const random = mulberry32(7);
+      const random = seededRandom(7);
       const seen = new Set<number>();
       for (let i = 0; i < 200; i++) seen.add(backoffDelay(policy('full'), { attempt: 8 }, random));
       expect(seen.size).toBeGreaterThan(50);
@@ -156,7 +146,7 @@ describe('backoffDelay', () => {
     });
 
     it('without a previous delay, stays in [base, cap]', () => {
-      const random = mulberry32(99);
+      const random = seededRandom(99);
       for (let i = 0; i < 2000; i++) {
         const delay = backoffDelay(policy('decorrelated'), { attempt: 1 + (i % 15) }, random);
         expect(delay).toBeGreaterThanOrEqual(50);
@@ -165,7 +155,7 @@ describe('backoffDelay', () => {
     });
 
     it('chained through its own output, stays in [base, min(cap, previous × 3)]', () => {
-      const random = mulberry32(2024);
+      const random = seededRandom(2024);
       const p = policy('decorrelated');
       let previous = p.baseMs;
       for (let attempt = 1; attempt <= 500; attempt++) {
@@ -269,7 +259,7 @@ describe('backoffDelay', () => {
     const JITTERS: JitterKind[] = ['none', 'full', 'decorrelated'];
 
     it('stays within the documented bounds for every jitter, attempt and Retry-After', () => {
-      const rng = mulberry32(0x5eed);
+      const rng = seededRandom(0x5eed);
       const int = (lo: number, hi: number) => lo + Math.floor(rng() * (hi - lo + 1));
       const failures: string[] = [];
 
@@ -317,8 +307,8 @@ describe('backoffDelay', () => {
 
     it('is deterministic for a given random source', () => {
       for (const jitter of JITTERS) {
-        const a = mulberry32(1);
-        const b = mulberry32(1);
+        const a = seededRandom(1);
+        const b = seededRandom(1);
         for (let attempt = 1; attempt <= 50; attempt++) {
           expect(backoffDelay(policy(jitter), { attempt }, a)).toBe(backoffDelay(policy(jitter), { attempt }, b));
         }

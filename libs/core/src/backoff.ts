@@ -1,7 +1,6 @@
 import type { BackoffPolicy } from '@sluice/protocol';
 
-/** A source of uniform random numbers in [0, 1). */
-export type RandomSource = () => number;
+import type { RandomSource } from './random';
 
 export interface BackoffInput {
   /** Which retry this is: 1 is the first retry. */

@@ -3,3 +3,4 @@ export * from './sliding-window';
 export * from './retry-budget';
 export * from './retry-classification';
 export * from './backoff';
+export * from './random';

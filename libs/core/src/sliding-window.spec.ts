@@ -1,17 +1,6 @@
+import { seededRandom } from './random';
 import { ManualClock } from './clock';
 import { SlidingWindowCounter, epochSecond } from './sliding-window';
-
-/** A small seeded PRNG with uniform output in [0, 1). */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const FIELDS = ['requests', 'retries'] as const;
 type Field = (typeof FIELDS)[number];
@@ -223,7 +212,7 @@ describe('SlidingWindowCounter', () => {
 
   describe('against a naive recomputation (seeded)', () => {
     it.each([1, 7, 1234, 0xdecaf])('stays exact over thousands of operations with a fixed window (seed %p)', (seed) => {
-      const rng = mulberry32(seed);
+      const rng = seededRandom(seed);
       const windowSeconds = 1 + Math.floor(rng() * 30);
       const real = counter();
       const naive = new NaiveWindow();
@@ -260,7 +249,7 @@ describe('SlidingWindowCounter', () => {
     });
 
     it('stays exact when the window shrinks now and then', () => {
-      const rng = mulberry32(31337);
+      const rng = seededRandom(31337);
       const real = counter();
       const naive = new NaiveWindow();
       let windowSeconds = 60;

@@ -1,22 +1,12 @@
 import { Redis } from 'ioredis';
-import { RedisStore, SluiceKeys, createRedisClient } from '../src';
+import { RedisStore, SluiceKeys } from '../src';
 import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../../../test/support/redis';
-import { sleep } from '../../../test/support/time';
+import { redisStoreUnderTest } from './redis-under-test';
 import { describeStoreConformance } from './store-conformance';
 
-describeStoreConformance('RedisStore (standalone)', async () => {
-  const prefix = uniquePrefix('conformance');
-  const client = createRedisClient({ url: SHARED_REDIS_URL, commandTimeoutMs: 2000 });
-  await new Promise((resolve) => client.once('ready', resolve));
-  return {
-    store: new RedisStore({ client, keys: new SluiceKeys(prefix), timeoutMs: 2000 }),
-    pass: sleep,
-    cleanup: async () => {
-      await deleteKeysWithPrefix(client, prefix);
-      client.disconnect();
-    },
-  };
-});
+describeStoreConformance('RedisStore (standalone)', () =>
+  redisStoreUnderTest({ url: SHARED_REDIS_URL }, 'conformance'),
+);
 
 describe('RedisStore keys', () => {
   const prefix = uniquePrefix('keys');

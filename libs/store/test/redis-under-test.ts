@@ -1,0 +1,23 @@
+import { RedisStore, SluiceKeys, createRedisClient, type RedisConnectionOptions } from '../src';
+import { deleteKeysWithPrefix, uniquePrefix } from '../../../test/support/redis';
+import { sleep } from '../../../test/support/time';
+import type { StoreUnderTest } from './store-conformance';
+
+/** A RedisStore on its own connection and key prefix; its clock is Redis's, so time passes for real. */
+export async function redisStoreUnderTest(
+  connection: Omit<RedisConnectionOptions, 'commandTimeoutMs'>,
+  label: string,
+): Promise<StoreUnderTest> {
+  const prefix = uniquePrefix(label);
+  const client = createRedisClient({ ...connection, commandTimeoutMs: 2000 });
+  const store = new RedisStore({ client, keys: new SluiceKeys(prefix), timeoutMs: 2000 });
+  await store.waitUntilReady(5000);
+  return {
+    store,
+    pass: sleep,
+    cleanup: async () => {
+      await deleteKeysWithPrefix(client, prefix);
+      client.disconnect();
+    },
+  };
+}
