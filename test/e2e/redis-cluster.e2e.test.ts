@@ -1,6 +1,7 @@
 import type { Cluster } from 'ioredis';
 import { createRedisClient } from '@sluice/store';
 import { redisStoreUnderTest } from '../../libs/store/test/redis-under-test';
+import { describeBreakerConformance } from '../../libs/store/test/breaker-conformance';
 import { describeStoreConformance } from '../../libs/store/test/store-conformance';
 import { startCoordinator, type RunningCoordinator } from '../support/coordinator';
 import { RedisClusterProcess } from '../support/redis-cluster';
@@ -24,6 +25,9 @@ async function clusterClient(nodes: string[]): Promise<Cluster> {
 
 describeStoreConformance('RedisStore (3-master Cluster)', async () =>
   redisStoreUnderTest({ clusterNodes: (await startedCluster()).nodes }, 'cluster'),
+);
+describeBreakerConformance('RedisStore (3-master Cluster)', async () =>
+  redisStoreUnderTest({ clusterNodes: (await startedCluster()).nodes }, 'cluster-breakers'),
 );
 
 describe('retry budget end to end on Redis Cluster', () => {

@@ -1,17 +1,28 @@
 /**
- * Every Redis key Sluice uses is built here. All keys of one resource share a hash tag, so each
- * script touches one slot and runs unchanged on Redis Cluster.
+ * Every Redis key and channel Sluice uses is built here. All keys of one resource share a hash tag,
+ * so each script touches one slot and runs unchanged on Redis Cluster; a resource's event channel
+ * carries the same tag, so scripts can publish on it with sharded pub/sub.
  */
 export interface DependencyKeys {
   /** Hash: sliding window of first attempts and granted retries. */
   budget: string;
   /** Hash: sliding window of call outcomes (successes, failures, slow calls). */
   outcomes: string;
+  /** Hash: the circuit breaker's record. */
+  breaker: string;
+  /** Sorted set: reporters that reported failures in the breaker window, by last failure. */
+  reporters: string;
+  /** Sorted set: half-open probe leases, by expiry. */
+  probes: string;
+  /** Sharded pub/sub channel: breaker transitions and policy changes of the dependency. */
+  events: string;
 }
 
 export interface NamespaceKeys {
   /** Sorted set: dependencies seen in the namespace, scored by last use (epoch ms). */
   dependencies: string;
+  /** Sharded pub/sub channel: dependencies new to the namespace. */
+  events: string;
 }
 
 export class SluiceKeys {
@@ -19,10 +30,18 @@ export class SluiceKeys {
 
   dependency(namespace: string, dependency: string): DependencyKeys {
     const tagged = `${this.prefix}:{${namespace}/${dependency}}`;
-    return { budget: `${tagged}:budget`, outcomes: `${tagged}:outcomes` };
+    return {
+      budget: `${tagged}:budget`,
+      outcomes: `${tagged}:outcomes`,
+      breaker: `${tagged}:breaker`,
+      reporters: `${tagged}:reporters`,
+      probes: `${tagged}:probes`,
+      events: `${tagged}:events`,
+    };
   }
 
   namespace(namespace: string): NamespaceKeys {
-    return { dependencies: `${this.prefix}:{${namespace}}:deps` };
+    const tagged = `${this.prefix}:{${namespace}}`;
+    return { dependencies: `${tagged}:deps`, events: `${tagged}:events` };
   }
 }

@@ -1,9 +1,16 @@
-import type { BudgetView, RetryBudgetPolicy } from '@sluice/protocol';
+import type { BreakerRecord, BreakerTransition } from '@sluice/core';
+import type { BreakerPolicy, BreakerState, BudgetView, ProbeOutcome, RetryBudgetPolicy } from '@sluice/protocol';
 
 /** Which resource of which namespace an operation is about. */
 export interface DependencyRef {
   namespace: string;
   dependency: string;
+}
+
+/** A breaker after an operation, with the transitions that operation made (at most one call makes each). */
+export interface BreakerSnapshot {
+  record: BreakerRecord;
+  transitions: BreakerTransition[];
 }
 
 export interface RetryBudgetRequest {
@@ -14,25 +21,28 @@ export interface RetryBudgetRequest {
   deadlineMs?: number;
 }
 
-export type RetryBudgetVerdict = 'granted' | 'budget_exhausted' | 'deadline_exceeded';
+export type RetryBudgetVerdict = 'granted' | 'budget_exhausted' | 'deadline_exceeded' | 'breaker_open';
 
 export interface RetryBudgetOutcome {
   verdict: RetryBudgetVerdict;
   /** The budget after the decision. */
   budget: BudgetView;
+  breaker: BreakerSnapshot;
 }
 
 export interface OutcomeBatch {
+  reporter: string;
   /** First attempts: the budget's deposits. */
   requests: number;
   successes: number;
   failures: number;
   slow: number;
+  probes: ProbeOutcome[];
 }
 
-export interface OutcomeWindows {
+export interface OutcomePolicy {
   budgetWindowSeconds: number;
-  outcomeWindowSeconds: number;
+  breaker: BreakerPolicy;
 }
 
 export interface OutcomeTotals {
@@ -41,7 +51,27 @@ export interface OutcomeTotals {
   slow: number;
 }
 
-export interface DependencyReadWindows {
+export interface AdmitRequest {
+  breaker: BreakerPolicy;
+  /** The token this call's probe lease gets, if it becomes the half-open probe. */
+  probeToken: string;
+}
+
+export interface AdmitOutcome {
+  verdict: 'granted' | 'breaker_open';
+  /** Present when this call is the half-open probe. */
+  probe?: { token: string; expiresAt: number };
+  /** When a refused call may try again; null when unknown (forced open until reset). */
+  retryAfterMs: number | null;
+  breaker: BreakerSnapshot;
+}
+
+export type BreakerAction =
+  | { action: 'trip'; reason: string; durationMs?: number }
+  | { action: 'force_close'; reason: string; durationMs?: number }
+  | { action: 'reset' };
+
+export interface DependencyReadPolicy {
   budget: RetryBudgetPolicy;
   outcomeWindowSeconds: number;
 }
@@ -49,6 +79,7 @@ export interface DependencyReadWindows {
 export interface DependencySnapshot {
   budget: BudgetView;
   outcomes: OutcomeTotals;
+  breaker: BreakerSnapshot;
 }
 
 export interface DependencyRegistration {
@@ -58,6 +89,15 @@ export interface DependencyRegistration {
   retentionMs: number;
 }
 
+/** What travels on a dependency's or a namespace's event channel. */
+export type StoreEvent =
+  | { type: 'breaker'; dep: string; from: BreakerState; state: BreakerState; since: number; openUntil: number | null }
+  | { type: 'dependency'; dep: string }
+  | { type: 'policy'; dep: string | null };
+
+export type EventHandler = (event: StoreEvent) => void;
+export type Unsubscribe = () => Promise<void>;
+
 /**
  * The seam between Sluice's features and its state. Every method is one atomic operation:
  * one Lua script call on Redis, one synchronous step in memory. Failures to reach the state
@@ -66,17 +106,32 @@ export interface DependencyRegistration {
 export interface Store {
   readonly kind: 'redis' | 'memory';
 
-  /** Checks the deadline and the budget and counts the retry when granted. */
+  /** Checks the breaker, the deadline and the budget, and counts the retry when granted. */
   decideRetry(ref: DependencyRef, request: RetryBudgetRequest): Promise<RetryBudgetOutcome>;
 
-  /** Adds one reporter's batch: deposits into the budget, outcomes into the outcome window. */
-  recordOutcomes(ref: DependencyRef, batch: OutcomeBatch, windows: OutcomeWindows): Promise<OutcomeTotals>;
+  /** Adds one reporter's batch (deposits, outcomes, probe outcomes) and runs the breaker on it. */
+  recordOutcomes(ref: DependencyRef, batch: OutcomeBatch, policy: OutcomePolicy): Promise<BreakerSnapshot>;
 
-  /** The budget and the outcome totals over their windows. */
-  readDependency(ref: DependencyRef, windows: DependencyReadWindows): Promise<DependencySnapshot>;
+  /** Lets a call through a closed breaker, or hands out a half-open probe lease. */
+  admit(ref: DependencyRef, request: AdmitRequest): Promise<AdmitOutcome>;
+
+  /** An operator's trip, force-close or reset. */
+  setBreaker(ref: DependencyRef, action: BreakerAction): Promise<BreakerSnapshot>;
+
+  /** The budget, the outcome totals and the breaker. */
+  readDependency(ref: DependencyRef, policy: DependencyReadPolicy): Promise<DependencySnapshot>;
 
   /** Registers a dependency in its namespace; false when the namespace is at its cap. */
   registerDependency(ref: DependencyRef, registration: DependencyRegistration): Promise<boolean>;
+
+  /** The dependencies registered in a namespace, by name. */
+  listDependencies(namespace: string, retentionMs: number): Promise<string[]>;
+
+  /** Calls `handler` for every event of one dependency until unsubscribed. */
+  subscribeDependency(ref: DependencyRef, handler: EventHandler): Promise<Unsubscribe>;
+
+  /** Calls `handler` for every event of a namespace (new dependencies, policy changes). */
+  subscribeNamespace(namespace: string, handler: EventHandler): Promise<Unsubscribe>;
 
   /** Resolves when the store answers. */
   ping(): Promise<void>;

@@ -1,12 +1,16 @@
 import { ManualClock } from '@sluice/core';
 import { MemoryStore } from '../src';
-import { describeStoreConformance } from './store-conformance';
+import { describeBreakerConformance } from './breaker-conformance';
+import { describeStoreConformance, type StoreUnderTest } from './store-conformance';
 
-describeStoreConformance('MemoryStore', async () => {
+const memoryStore = async (): Promise<StoreUnderTest> => {
   const clock = new ManualClock();
   return {
     store: new MemoryStore({ clock }),
     pass: async (ms) => clock.advance(ms),
     cleanup: async () => {},
   };
-});
+};
+
+describeStoreConformance('MemoryStore', memoryStore);
+describeBreakerConformance('MemoryStore', memoryStore);

@@ -1,12 +1,15 @@
 import { Redis } from 'ioredis';
+import { DEFAULT_DEPENDENCY_POLICY } from '@sluice/protocol';
 import { RedisStore, SluiceKeys } from '../src';
 import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../../../test/support/redis';
 import { redisStoreUnderTest } from './redis-under-test';
-import { describeStoreConformance } from './store-conformance';
+import { describeBreakerConformance } from './breaker-conformance';
+import { batch, describeStoreConformance } from './store-conformance';
 
 describeStoreConformance('RedisStore (standalone)', () =>
   redisStoreUnderTest({ url: SHARED_REDIS_URL }, 'conformance'),
 );
+describeBreakerConformance('RedisStore (standalone)', () => redisStoreUnderTest({ url: SHARED_REDIS_URL }, 'breakers'));
 
 describe('RedisStore keys', () => {
   const prefix = uniquePrefix('keys');
@@ -24,27 +27,26 @@ describe('RedisStore keys', () => {
 
   it('keeps every key of a dependency under one hash tag, each with a TTL of about one window', async () => {
     const ref = { namespace: 'shop', dependency: 'payments-api' };
-    await store.recordOutcomes(
-      ref,
-      { requests: 5, successes: 4, failures: 1, slow: 0 },
-      {
-        budgetWindowSeconds: 10,
-        outcomeWindowSeconds: 30,
-      },
-    );
+    await store.recordOutcomes(ref, batch({ requests: 5, successes: 4, failures: 1 }), {
+      budgetWindowSeconds: 10,
+      breaker: { ...DEFAULT_DEPENDENCY_POLICY.breaker, windowSeconds: 30 },
+    });
     await store.decideRetry(ref, {
       budget: { ratio: 0.1, minRetriesPerSecond: 10, windowSeconds: 10, maxAttempts: 3 },
       delayMs: 0,
     });
     const stored = (await client.keys(`${prefix}:*`)).sort();
-    expect(stored).toEqual([`${prefix}:{shop/payments-api}:budget`, `${prefix}:{shop/payments-api}:outcomes`]);
+    const tagged = `${prefix}:{shop/payments-api}`;
+    expect(stored).toEqual([`${tagged}:budget`, `${tagged}:outcomes`, `${tagged}:reporters`]);
     const dependencyKeys = keys.dependency('shop', 'payments-api');
     const budgetTtl = await client.ttl(dependencyKeys.budget);
-    const outcomesTtl = await client.ttl(dependencyKeys.outcomes);
     expect(budgetTtl).toBeGreaterThan(0);
     expect(budgetTtl).toBeLessThanOrEqual(12);
-    expect(outcomesTtl).toBeGreaterThan(12);
-    expect(outcomesTtl).toBeLessThanOrEqual(32);
+    for (const key of [dependencyKeys.outcomes, dependencyKeys.reporters]) {
+      const ttl = await client.ttl(key);
+      expect(ttl).toBeGreaterThan(12);
+      expect(ttl).toBeLessThanOrEqual(32);
+    }
   });
 
   it('fails fast with StoreUnavailableError when the command does not answer in time', async () => {

@@ -1,4 +1,4 @@
-import { RedisStore, SluiceKeys, createRedisClient, type RedisConnectionOptions } from '../src';
+import { RedisStore, SluiceKeys, createRedisClient, createRedisSubscriber, type RedisConnectionOptions } from '../src';
 import { deleteKeysWithPrefix, uniquePrefix } from '../../../test/support/redis';
 import { sleep } from '../../../test/support/time';
 import type { StoreUnderTest } from './store-conformance';
@@ -10,14 +10,15 @@ export async function redisStoreUnderTest(
 ): Promise<StoreUnderTest> {
   const prefix = uniquePrefix(label);
   const client = createRedisClient({ ...connection, commandTimeoutMs: 2000 });
-  const store = new RedisStore({ client, keys: new SluiceKeys(prefix), timeoutMs: 2000 });
+  const subscriber = createRedisSubscriber({ ...connection, commandTimeoutMs: 2000 });
+  const store = new RedisStore({ client, subscriber, keys: new SluiceKeys(prefix), timeoutMs: 2000 });
   await store.waitUntilReady(5000);
   return {
     store,
     pass: sleep,
     cleanup: async () => {
       await deleteKeysWithPrefix(client, prefix);
-      client.disconnect();
+      await store.close();
     },
   };
 }

@@ -1,5 +1,5 @@
-import type { RetryBudgetPolicy } from '@sluice/protocol';
-import type { DependencyRef, OutcomeWindows, Store } from '../src';
+import { DEFAULT_DEPENDENCY_POLICY, type RetryBudgetPolicy } from '@sluice/protocol';
+import type { DependencyRef, OutcomeBatch, OutcomePolicy, Store } from '../src';
 
 /** What a store under test comes with: a way to let time pass, on its own clock. */
 export interface StoreUnderTest {
@@ -10,9 +10,22 @@ export interface StoreUnderTest {
 }
 
 const BUDGET: RetryBudgetPolicy = { ratio: 0.1, minRetriesPerSecond: 10, windowSeconds: 10, maxAttempts: 3 };
-const WINDOWS: OutcomeWindows = { budgetWindowSeconds: 10, outcomeWindowSeconds: 10 };
+/** The default breaker with a threshold no test here reaches: these scenarios are about the budget. */
+const WINDOWS: OutcomePolicy = {
+  budgetWindowSeconds: 10,
+  breaker: { ...DEFAULT_DEPENDENCY_POLICY.breaker, minimumCalls: 1_000_000 },
+};
+const ONE_SECOND_WINDOWS: OutcomePolicy = {
+  budgetWindowSeconds: 1,
+  breaker: { ...WINDOWS.breaker, windowSeconds: 1 },
+};
 const READ = { budget: BUDGET, outcomeWindowSeconds: 10 };
 const NO_OUTCOMES = { successes: 0, failures: 0, slow: 0 };
+
+/** A batch from one reporter, without probe outcomes. */
+export function batch(counts: Partial<Omit<OutcomeBatch, 'reporter' | 'probes'>>, reporter = 'pod-1'): OutcomeBatch {
+  return { reporter, requests: 0, successes: 0, failures: 0, slow: 0, probes: [], ...counts };
+}
 
 let sequence = 0;
 const freshRef = (): DependencyRef => ({ namespace: 'conformance', dependency: `dep-${++sequence}` });
@@ -36,15 +49,18 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
       expect(snapshot).toEqual({
         budget: { retries: 0, requests: 0, limit: 100, windowSeconds: 10 },
         outcomes: NO_OUTCOMES,
+        breaker: {
+          record: { state: 'closed', since: null, openUntil: null, opens: 0, probeSuccesses: 0, reason: null },
+          transitions: [],
+        },
       });
     });
 
     it('deposits first attempts into the budget and outcomes into their window', async () => {
       const ref = freshRef();
-      await store.recordOutcomes(ref, { requests: 600, successes: 550, failures: 40, slow: 7 }, WINDOWS);
-      const totals = await store.recordOutcomes(ref, { requests: 400, successes: 390, failures: 5, slow: 1 }, WINDOWS);
-      expect(totals).toEqual({ successes: 940, failures: 45, slow: 8 });
-      expect(await store.readDependency(ref, READ)).toEqual({
+      await store.recordOutcomes(ref, batch({ requests: 600, successes: 550, failures: 40, slow: 7 }), WINDOWS);
+      await store.recordOutcomes(ref, batch({ requests: 400, successes: 390, failures: 5, slow: 1 }), WINDOWS);
+      expect(await store.readDependency(ref, READ)).toMatchObject({
         budget: { retries: 0, requests: 1000, limit: 200, windowSeconds: 10 },
         outcomes: { successes: 940, failures: 45, slow: 8 },
       });
@@ -52,7 +68,7 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
 
     it('grants retries up to the limit, then denies budget_exhausted without counting the denial', async () => {
       const ref = freshRef();
-      await store.recordOutcomes(ref, { requests: 50, ...NO_OUTCOMES }, WINDOWS);
+      await store.recordOutcomes(ref, batch({ requests: 50 }), WINDOWS);
       const policy = { ...BUDGET, minRetriesPerSecond: 0.5 }; // limit floor(5 + 5) = 10
       const verdicts: string[] = [];
       for (let i = 0; i < 12; i++) {
@@ -60,7 +76,7 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
       }
       expect(verdicts).toEqual([...Array(10).fill('granted'), 'budget_exhausted', 'budget_exhausted']);
       const last = await store.decideRetry(ref, { budget: policy, delayMs: 10 });
-      expect(last).toEqual({
+      expect(last).toMatchObject({
         verdict: 'budget_exhausted',
         budget: { retries: 10, requests: 50, limit: 10, windowSeconds: 10 },
       });
@@ -68,9 +84,10 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
 
     it('returns the budget after a grant, the retry included', async () => {
       const outcome = await store.decideRetry(freshRef(), { budget: BUDGET, delayMs: 0 });
-      expect(outcome).toEqual({
+      expect(outcome).toMatchObject({
         verdict: 'granted',
         budget: { retries: 1, requests: 0, limit: 100, windowSeconds: 10 },
+        breaker: { record: { state: 'closed' }, transitions: [] },
       });
     });
 
@@ -85,7 +102,7 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
 
     it('computes the limit without binary-fraction drift (0.29 × 100 is 29)', async () => {
       const ref = freshRef();
-      await store.recordOutcomes(ref, { requests: 100, ...NO_OUTCOMES }, WINDOWS);
+      await store.recordOutcomes(ref, batch({ requests: 100 }), WINDOWS);
       const policy = { ...BUDGET, ratio: 0.29, minRetriesPerSecond: 0 };
       const results = [];
       for (let i = 0; i < 30; i++) results.push(await store.decideRetry(ref, { budget: policy, delayMs: 0 }));
@@ -106,9 +123,9 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
     it('keeps dependencies apart', async () => {
       const a = freshRef();
       const b = freshRef();
-      await store.recordOutcomes(a, { requests: 10, successes: 1, failures: 2, slow: 0 }, WINDOWS);
+      await store.recordOutcomes(a, batch({ requests: 10, successes: 1, failures: 2 }), WINDOWS);
       await store.decideRetry(a, { budget: BUDGET, delayMs: 0 });
-      expect(await store.readDependency(b, READ)).toEqual({
+      expect(await store.readDependency(b, READ)).toMatchObject({
         budget: { retries: 0, requests: 0, limit: 100, windowSeconds: 10 },
         outcomes: NO_OUTCOMES,
       });
@@ -117,11 +134,10 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
     it('forgets deposits, retries and outcomes once they age out of the window', async () => {
       const ref = freshRef();
       const oneSecond = { ...BUDGET, windowSeconds: 1 };
-      const windows = { budgetWindowSeconds: 1, outcomeWindowSeconds: 1 };
-      await store.recordOutcomes(ref, { requests: 500, successes: 3, failures: 4, slow: 1 }, windows);
+      await store.recordOutcomes(ref, batch({ requests: 500, successes: 3, failures: 4, slow: 1 }), ONE_SECOND_WINDOWS);
       await store.decideRetry(ref, { budget: oneSecond, delayMs: 0 });
       await subject.pass(1100);
-      expect(await store.readDependency(ref, { budget: oneSecond, outcomeWindowSeconds: 1 })).toEqual({
+      expect(await store.readDependency(ref, { budget: oneSecond, outcomeWindowSeconds: 1 })).toMatchObject({
         budget: { retries: 0, requests: 0, limit: 10, windowSeconds: 1 },
         outcomes: NO_OUTCOMES,
       });
@@ -133,14 +149,13 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
       // A second with a retry and no deposit, and one with a deposit and no retry.
       expect((await store.decideRetry(ref, { budget: oneSecond, delayMs: 0 })).verdict).toBe('granted');
       await subject.pass(1100);
-      await store.recordOutcomes(
-        ref,
-        { requests: 20, ...NO_OUTCOMES },
-        { budgetWindowSeconds: 1, outcomeWindowSeconds: 1 },
-      );
+      await store.recordOutcomes(ref, batch({ requests: 20 }), ONE_SECOND_WINDOWS);
       await subject.pass(1100);
       const after = await store.decideRetry(ref, { budget: oneSecond, delayMs: 0 });
-      expect(after).toEqual({ verdict: 'granted', budget: { retries: 1, requests: 0, limit: 10, windowSeconds: 1 } });
+      expect(after).toMatchObject({
+        verdict: 'granted',
+        budget: { retries: 1, requests: 0, limit: 10, windowSeconds: 1 },
+      });
     });
 
     it('caps the distinct dependencies of a namespace, and frees a place after the retention', async () => {

@@ -1,35 +1,61 @@
-import { SlidingWindowCounter, epochSecond, retryBudgetLimit, systemClock, type Clock } from '@sluice/core';
-import type { BudgetView } from '@sluice/protocol';
+import {
+  BreakerMachine,
+  CLOSED_BREAKER,
+  SlidingWindowCounter,
+  blocksCalls,
+  epochSecond,
+  retryBudgetLimit,
+  systemClock,
+  type BreakerRecord,
+  type Clock,
+} from '@sluice/core';
 import { SluiceKeys } from '../keys';
 import type {
-  DependencyReadWindows,
+  AdmitOutcome,
+  AdmitRequest,
+  BreakerAction,
+  BreakerSnapshot,
+  DependencyReadPolicy,
   DependencyRef,
   DependencyRegistration,
   DependencySnapshot,
+  EventHandler,
   OutcomeBatch,
-  OutcomeTotals,
-  OutcomeWindows,
+  OutcomePolicy,
   RetryBudgetOutcome,
   RetryBudgetRequest,
   Store,
+  StoreEvent,
+  Unsubscribe,
 } from '../store';
 
 type BudgetField = 'requests' | 'retries';
 type OutcomeField = 'successes' | 'failures' | 'slow';
 
+/** Everything kept for one dependency (in Redis: the keys of one hash tag). */
+interface DependencyState {
+  budget: SlidingWindowCounter<BudgetField>;
+  outcomes: SlidingWindowCounter<OutcomeField>;
+  /** Reporter → last report of a failed or slow call (epoch ms). */
+  reporters: Map<string, number>;
+  breaker: BreakerRecord;
+  /** Probe token → lease expiry (epoch ms). */
+  probes: Map<string, number>;
+}
+
 /**
- * The Store for the embedded single-process mode: the libs/core algorithms over Maps.
- * Keys come from the same SluiceKeys as Redis, so both stores name state alike.
+ * The Store for the embedded single-process mode: the libs/core algorithms over Maps, with the
+ * same semantics as the Lua scripts (the conformance suite holds both to it). Keys and channels
+ * come from the same SluiceKeys as Redis.
  */
 export class MemoryStore implements Store {
   readonly kind = 'memory';
-  private readonly budgets = new Map<string, SlidingWindowCounter<BudgetField>>();
-  private readonly outcomes = new Map<string, SlidingWindowCounter<OutcomeField>>();
+  private readonly dependencies = new Map<string, DependencyState>();
   /** Namespace key → dependency → last use in epoch ms. */
   private readonly registries = new Map<string, Map<string, number>>();
-  private readonly keys: SluiceKeys;
-
+  private readonly handlers = new Map<string, Set<EventHandler>>();
   private readonly clock: Clock;
+  private readonly keys: SluiceKeys;
 
   constructor(options: { clock?: Clock; keys?: SluiceKeys } = {}) {
     this.clock = options.clock ?? systemClock;
@@ -38,118 +64,242 @@ export class MemoryStore implements Store {
 
   async decideRetry(ref: DependencyRef, request: RetryBudgetRequest): Promise<RetryBudgetOutcome> {
     const { budget: policy } = request;
-    const second = epochSecond(this.clock.now());
-    const counter = this.budgetCounter(ref);
-    const { requests, retries } = counter.sum(second, policy.windowSeconds);
-    const view = (retriesNow: number): BudgetView => ({
-      retries: retriesNow,
-      requests,
-      limit: retryBudgetLimit(policy, requests),
-      windowSeconds: policy.windowSeconds,
-    });
-    if (request.deadlineMs !== undefined && request.delayMs > request.deadlineMs) {
-      return { verdict: 'deadline_exceeded', budget: view(retries) };
-    }
-    if (retries + 1 > retryBudgetLimit(policy, requests)) {
-      return { verdict: 'budget_exhausted', budget: view(retries) };
-    }
-    counter.add(second, policy.windowSeconds, { retries: 1 });
-    return { verdict: 'granted', budget: view(retries + 1) };
-  }
-
-  async recordOutcomes(ref: DependencyRef, batch: OutcomeBatch, windows: OutcomeWindows): Promise<OutcomeTotals> {
-    const second = epochSecond(this.clock.now());
-    if (batch.requests > 0) {
-      this.budgetCounter(ref).add(second, windows.budgetWindowSeconds, { requests: batch.requests });
-    }
-    const outcomes = this.outcomeCounter(ref);
-    outcomes.add(second, windows.outcomeWindowSeconds, {
-      successes: batch.successes,
-      failures: batch.failures,
-      slow: batch.slow,
-    });
-    return outcomes.sum(second, windows.outcomeWindowSeconds);
-  }
-
-  async readDependency(ref: DependencyRef, windows: DependencyReadWindows): Promise<DependencySnapshot> {
-    const second = epochSecond(this.clock.now());
-    const keys = this.keys.dependency(ref.namespace, ref.dependency);
-    const { budget: policy } = windows;
-    const { requests, retries } = this.sumAndEvict(this.budgets, keys.budget, second, policy.windowSeconds) ?? {
-      requests: 0,
-      retries: 0,
-    };
-    const outcomes = this.sumAndEvict(this.outcomes, keys.outcomes, second, windows.outcomeWindowSeconds) ?? {
-      successes: 0,
-      failures: 0,
-      slow: 0,
-    };
+    const now = this.clock.now();
+    const second = epochSecond(now);
+    const state = this.state(ref);
+    const machine = this.settle(ref, state, now);
+    const { requests, retries } = state.budget.sum(second, policy.windowSeconds);
+    const limit = retryBudgetLimit(policy, requests);
+    let verdict: RetryBudgetOutcome['verdict'] = 'granted';
+    if (blocksCalls(state.breaker.state)) verdict = 'breaker_open';
+    else if (request.deadlineMs !== undefined && request.delayMs > request.deadlineMs) verdict = 'deadline_exceeded';
+    else if (retries + 1 > limit) verdict = 'budget_exhausted';
+    else state.budget.add(second, policy.windowSeconds, { retries: 1 });
     return {
-      budget: { retries, requests, limit: retryBudgetLimit(policy, requests), windowSeconds: policy.windowSeconds },
+      verdict,
+      budget: {
+        retries: retries + (verdict === 'granted' ? 1 : 0),
+        requests,
+        limit,
+        windowSeconds: policy.windowSeconds,
+      },
+      breaker: snapshot(machine),
+    };
+  }
+
+  async recordOutcomes(ref: DependencyRef, batch: OutcomeBatch, policy: OutcomePolicy): Promise<BreakerSnapshot> {
+    const now = this.clock.now();
+    const second = epochSecond(now);
+    const windowSeconds = policy.breaker.windowSeconds;
+    const state = this.state(ref);
+    const machine = new BreakerMachine(state.breaker).settle(now);
+    pruneExpired(state.probes, now);
+    for (const probe of batch.probes) {
+      if (machine.record.state === 'half_open' && state.probes.delete(probe.token)) {
+        machine.probeOutcome(policy.breaker, probe.success, now);
+      }
+    }
+    if (batch.requests > 0) state.budget.add(second, policy.budgetWindowSeconds, { requests: batch.requests });
+    const entered = machine.transitions.length > 0 ? machine.record.state : undefined;
+    if (entered === 'closed' || entered === 'open') {
+      clearWindow(state);
+    } else {
+      state.outcomes.add(second, windowSeconds, batch);
+      for (const [reporter, at] of state.reporters)
+        if (at <= now - windowSeconds * 1000) state.reporters.delete(reporter);
+      if (batch.failures + batch.slow > 0) state.reporters.set(batch.reporter, now);
+      const totals = state.outcomes.sum(second, windowSeconds);
+      if (machine.evaluate(policy.breaker, { ...totals, failingReporters: state.reporters.size }, now)) {
+        clearWindow(state);
+      }
+    }
+    return this.commit(ref, state, machine);
+  }
+
+  async admit(ref: DependencyRef, request: AdmitRequest): Promise<AdmitOutcome> {
+    const now = this.clock.now();
+    const state = this.state(ref);
+    const machine = this.settle(ref, state, now);
+    const { breaker } = state;
+    if (breaker.state === 'half_open') {
+      pruneExpired(state.probes, now);
+      if (state.probes.size < request.breaker.halfOpenProbes) {
+        const expiresAt = now + request.breaker.probeLeaseMs;
+        state.probes.set(request.probeToken, expiresAt);
+        return {
+          verdict: 'granted',
+          probe: { token: request.probeToken, expiresAt },
+          retryAfterMs: 0,
+          breaker: snapshot(machine),
+        };
+      }
+      const earliest = Math.min(...state.probes.values());
+      return { verdict: 'breaker_open', retryAfterMs: Math.max(earliest - now, 0), breaker: snapshot(machine) };
+    }
+    if (blocksCalls(breaker.state)) {
+      const retryAfterMs = breaker.openUntil === null ? null : Math.max(breaker.openUntil - now, 0);
+      return { verdict: 'breaker_open', retryAfterMs, breaker: snapshot(machine) };
+    }
+    return { verdict: 'granted', retryAfterMs: 0, breaker: snapshot(machine) };
+  }
+
+  async setBreaker(ref: DependencyRef, action: BreakerAction): Promise<BreakerSnapshot> {
+    const now = this.clock.now();
+    const state = this.state(ref);
+    const machine = new BreakerMachine(state.breaker).settle(now);
+    if (action.action === 'trip') machine.trip(now, action.reason, action.durationMs);
+    else if (action.action === 'force_close') machine.forceClose(now, action.reason, action.durationMs);
+    else machine.reset(now);
+    clearWindow(state);
+    const result = this.commit(ref, state, machine);
+    if (result.transitions.length === 0) this.publishBreaker(ref, state.breaker, state.breaker.state);
+    return result;
+  }
+
+  async readDependency(ref: DependencyRef, policy: DependencyReadPolicy): Promise<DependencySnapshot> {
+    const now = this.clock.now();
+    const second = epochSecond(now);
+    const { budget: budgetPolicy } = policy;
+    const state = this.dependencies.get(this.keys.dependency(ref.namespace, ref.dependency).breaker);
+    const machine = state ? this.settle(ref, state, now) : new BreakerMachine({ ...CLOSED_BREAKER });
+    const { requests, retries } = state?.budget.sum(second, budgetPolicy.windowSeconds) ?? { requests: 0, retries: 0 };
+    const outcomes = state?.outcomes.sum(second, policy.outcomeWindowSeconds) ?? { successes: 0, failures: 0, slow: 0 };
+    return {
+      budget: {
+        retries,
+        requests,
+        limit: retryBudgetLimit(budgetPolicy, requests),
+        windowSeconds: budgetPolicy.windowSeconds,
+      },
       outcomes,
+      breaker: snapshot(machine),
     };
   }
 
   async registerDependency(ref: DependencyRef, registration: DependencyRegistration): Promise<boolean> {
-    const now = this.clock.now();
-    const registryKey = this.keys.namespace(ref.namespace).dependencies;
-    let registry = this.registries.get(registryKey);
-    if (!registry) {
-      registry = new Map();
-      this.registries.set(registryKey, registry);
-    }
-    for (const [dependency, lastUse] of registry) {
-      if (lastUse <= now - registration.retentionMs) this.forget(ref.namespace, dependency, registry);
-    }
+    const registry = this.registry(ref.namespace, registration.retentionMs);
     if (!registry.has(ref.dependency) && registry.size >= registration.cap) return false;
-    registry.set(ref.dependency, now);
+    const isNew = !registry.has(ref.dependency);
+    registry.set(ref.dependency, this.clock.now());
+    if (isNew) this.publish(this.keys.namespace(ref.namespace).events, { type: 'dependency', dep: ref.dependency });
     return true;
+  }
+
+  async listDependencies(namespace: string, retentionMs: number): Promise<string[]> {
+    return [...this.registry(namespace, retentionMs).keys()].sort();
+  }
+
+  async subscribeDependency(ref: DependencyRef, handler: EventHandler): Promise<Unsubscribe> {
+    return this.subscribe(this.keys.dependency(ref.namespace, ref.dependency).events, handler);
+  }
+
+  async subscribeNamespace(namespace: string, handler: EventHandler): Promise<Unsubscribe> {
+    return this.subscribe(this.keys.namespace(namespace).events, handler);
   }
 
   async ping(): Promise<void> {}
 
   async waitUntilReady(): Promise<void> {}
 
-  async close(): Promise<void> {}
-
-  private forget(namespace: string, dependency: string, registry: Map<string, number>): void {
-    const keys = this.keys.dependency(namespace, dependency);
-    this.budgets.delete(keys.budget);
-    this.outcomes.delete(keys.outcomes);
-    registry.delete(dependency);
+  async close(): Promise<void> {
+    this.handlers.clear();
   }
 
-  /** Sums a counter without creating it, and drops it once empty (as a Redis key expires). */
-  private sumAndEvict<F extends string>(
-    counters: Map<string, SlidingWindowCounter<F>>,
-    key: string,
-    second: number,
-    windowSeconds: number,
-  ): Record<F, number> | undefined {
-    const counter = counters.get(key);
-    if (!counter) return undefined;
-    const totals = counter.sum(second, windowSeconds);
-    if (counter.isEmpty()) counters.delete(key);
-    return totals;
-  }
-
-  private budgetCounter(ref: DependencyRef): SlidingWindowCounter<BudgetField> {
-    const key = this.keys.dependency(ref.namespace, ref.dependency).budget;
-    let counter = this.budgets.get(key);
-    if (!counter) {
-      counter = new SlidingWindowCounter<BudgetField>(['requests', 'retries']);
-      this.budgets.set(key, counter);
+  /** The registry of a namespace, without the dependencies unused for the retention (their state goes too). */
+  private registry(namespace: string, retentionMs: number): Map<string, number> {
+    const registryKey = this.keys.namespace(namespace).dependencies;
+    let registry = this.registries.get(registryKey);
+    if (!registry) {
+      registry = new Map();
+      this.registries.set(registryKey, registry);
     }
-    return counter;
+    const now = this.clock.now();
+    for (const [dependency, lastUse] of registry) {
+      if (lastUse > now - retentionMs) continue;
+      registry.delete(dependency);
+      this.dependencies.delete(this.keys.dependency(namespace, dependency).breaker);
+    }
+    return registry;
   }
 
-  private outcomeCounter(ref: DependencyRef): SlidingWindowCounter<OutcomeField> {
-    const key = this.keys.dependency(ref.namespace, ref.dependency).outcomes;
-    let counter = this.outcomes.get(key);
-    if (!counter) {
-      counter = new SlidingWindowCounter<OutcomeField>(['successes', 'failures', 'slow']);
-      this.outcomes.set(key, counter);
+  private state(ref: DependencyRef): DependencyState {
+    const key = this.keys.dependency(ref.namespace, ref.dependency).breaker;
+    let state = this.dependencies.get(key);
+    if (!state) {
+      state = {
+        budget: new SlidingWindowCounter<BudgetField>(['requests', 'retries']),
+        outcomes: new SlidingWindowCounter<OutcomeField>(['successes', 'failures', 'slow']),
+        reporters: new Map(),
+        breaker: { ...CLOSED_BREAKER },
+        probes: new Map(),
+      };
+      this.dependencies.set(key, state);
     }
-    return counter;
+    return state;
   }
+
+  private settle(ref: DependencyRef, state: DependencyState, now: number): BreakerMachine {
+    const machine = new BreakerMachine(state.breaker).settle(now);
+    this.commit(ref, state, machine);
+    return machine;
+  }
+
+  /** Stores the machine's record, drops probe leases once no longer half-open, and publishes. */
+  private commit(ref: DependencyRef, state: DependencyState, machine: BreakerMachine): BreakerSnapshot {
+    state.breaker = machine.record;
+    if (state.breaker.state !== 'half_open') state.probes.clear();
+    for (const transition of machine.transitions)
+      this.publishBreaker(ref, state.breaker, transition.from, transition.to);
+    return snapshot(machine);
+  }
+
+  private publishBreaker(
+    ref: DependencyRef,
+    record: BreakerRecord,
+    from: BreakerRecord['state'],
+    to = record.state,
+  ): void {
+    this.publish(this.keys.dependency(ref.namespace, ref.dependency).events, {
+      type: 'breaker',
+      dep: ref.dependency,
+      from,
+      state: to,
+      since: record.since ?? 0,
+      openUntil: record.openUntil,
+    });
+  }
+
+  private subscribe(channel: string, handler: EventHandler): Unsubscribe {
+    let handlers = this.handlers.get(channel);
+    if (!handlers) {
+      handlers = new Set();
+      this.handlers.set(channel, handlers);
+    }
+    handlers.add(handler);
+    return async () => {
+      handlers.delete(handler);
+      if (handlers.size === 0) this.handlers.delete(channel);
+    };
+  }
+
+  private publish(channel: string, event: StoreEvent): void {
+    const handlers = this.handlers.get(channel);
+    if (!handlers) return;
+    // Delivered asynchronously, as pub/sub is.
+    queueMicrotask(() => handlers.forEach((handler) => handler(event)));
+  }
+}
+
+function snapshot(machine: BreakerMachine): BreakerSnapshot {
+  return { record: { ...machine.record }, transitions: [...machine.transitions] };
+}
+
+function clearWindow(state: DependencyState): void {
+  state.outcomes.clear();
+  state.reporters.clear();
+  state.probes.clear();
+}
+
+function pruneExpired(probes: Map<string, number>, now: number): void {
+  for (const [token, expiresAt] of probes) if (expiresAt <= now) probes.delete(token);
 }

@@ -32,11 +32,7 @@ function decisionPathOptions(commandTimeoutMs: number): RedisOptions {
 export function createRedisClient(options: RedisConnectionOptions): RedisClient {
   const redisOptions = decisionPathOptions(options.commandTimeoutMs);
   if (options.clusterNodes && options.clusterNodes.length > 0) {
-    const nodes = options.clusterNodes.map((node) => {
-      const [host, port] = splitHostPort(node);
-      return { host, port };
-    });
-    return new Cluster(nodes, {
+    return new Cluster(clusterSeeds(options.clusterNodes), {
       redisOptions,
       enableOfflineQueue: false,
       enableAutoPipelining: true,
@@ -46,6 +42,35 @@ export function createRedisClient(options: RedisConnectionOptions): RedisClient 
   }
   if (!options.url) throw new Error('A Redis URL or cluster nodes are required');
   return new Redis(options.url, redisOptions);
+}
+
+/**
+ * A connection for sharded pub/sub (SSUBSCRIBE): it queues subscriptions until connected and
+ * subscribes again after every reconnect; on Cluster it follows each channel's shard.
+ */
+export function createRedisSubscriber(options: RedisConnectionOptions): RedisClient {
+  const redisOptions: RedisOptions = {
+    protocol: 2,
+    connectTimeout: Math.max(1000, options.commandTimeoutMs),
+    retryStrategy: (attempt) => Math.min(50 * attempt, 500),
+    maxRetriesPerRequest: null,
+  };
+  if (options.clusterNodes && options.clusterNodes.length > 0) {
+    return new Cluster(clusterSeeds(options.clusterNodes), {
+      redisOptions,
+      shardedSubscribers: true,
+      clusterRetryStrategy: (attempt) => Math.min(50 * attempt, 500),
+    });
+  }
+  if (!options.url) throw new Error('A Redis URL or cluster nodes are required');
+  return new Redis(options.url, redisOptions);
+}
+
+function clusterSeeds(nodes: string[]): Array<{ host: string; port: number }> {
+  return nodes.map((node) => {
+    const [host, port] = splitHostPort(node);
+    return { host, port };
+  });
 }
 
 export function splitHostPort(node: string): [string, number] {

@@ -1,32 +1,78 @@
+import type { BreakerRecord, BreakerTransition } from '@sluice/core';
+import type { BreakerPolicy, BreakerState } from '@sluice/protocol';
 import { StoreUnavailableError } from '../errors';
 import { SluiceKeys } from '../keys';
 import type {
-  DependencyReadWindows,
+  AdmitOutcome,
+  AdmitRequest,
+  BreakerAction,
+  BreakerSnapshot,
+  DependencyReadPolicy,
   DependencyRef,
   DependencyRegistration,
   DependencySnapshot,
+  EventHandler,
   OutcomeBatch,
-  OutcomeTotals,
-  OutcomeWindows,
+  OutcomePolicy,
   RetryBudgetOutcome,
   RetryBudgetRequest,
   RetryBudgetVerdict,
   Store,
+  Unsubscribe,
 } from '../store';
 import type { RedisClient } from './connection';
+import { RedisEventSubscriber } from './event-subscriber';
 import { SCRIPTS, loadScript, type ScriptName } from './scripts';
 
 type ScriptArgument = string | number;
 type ScriptCommand = (...args: ScriptArgument[]) => Promise<unknown>;
+type Reply = Array<string | number>;
 
 const RETRY_VERDICTS: Record<number, RetryBudgetVerdict> = {
   1: 'granted',
   2: 'budget_exhausted',
   3: 'deadline_exceeded',
+  4: 'breaker_open',
 };
+
+/** The breaker policy as scripts read it (breakerPolicy() in lua/includes/breaker.lua), in order. */
+export function breakerPolicyArgs(policy: BreakerPolicy): number[] {
+  return [
+    policy.failureRateThreshold,
+    policy.slowCallRateThreshold,
+    policy.minimumCalls,
+    policy.windowSeconds,
+    policy.openMs,
+    policy.maxOpenMs,
+    policy.halfOpenProbes,
+    policy.closeAfterSuccesses,
+    policy.probeLeaseMs,
+    policy.minReporters,
+  ];
+}
+
+/** Reads the breaker reply tail (breakerReply() in lua/includes/breaker.lua) starting at `offset`. */
+function breakerFromReply(reply: Reply, offset: number): BreakerSnapshot {
+  const nullable = (value: string | number) => (Number(value) < 0 ? null : Number(value));
+  const record: BreakerRecord = {
+    state: reply[offset] as BreakerState,
+    since: nullable(reply[offset + 1]),
+    openUntil: nullable(reply[offset + 2]),
+    opens: 0,
+    probeSuccesses: 0,
+    reason: reply[offset + 3] === '' ? null : String(reply[offset + 3]),
+  };
+  const transitions: BreakerTransition[] = [];
+  for (let i = offset + 4; i + 1 < reply.length; i += 2) {
+    transitions.push({ from: reply[i] as BreakerState, to: reply[i + 1] as BreakerState });
+  }
+  return { record, transitions };
+}
 
 export interface RedisStoreOptions {
   client: RedisClient;
+  /** A connection for sharded pub/sub; without one, subscribing fails. */
+  subscriber?: RedisClient;
   keys?: SluiceKeys;
   /** Most time one operation may take before it fails as StoreUnavailableError. */
   timeoutMs: number;
@@ -36,9 +82,11 @@ export interface RedisStoreOptions {
 export class RedisStore implements Store {
   readonly kind = 'redis';
   private readonly keys: SluiceKeys;
+  private readonly events?: RedisEventSubscriber;
 
   constructor(private readonly options: RedisStoreOptions) {
     this.keys = options.keys ?? new SluiceKeys();
+    this.events = options.subscriber ? new RedisEventSubscriber(options.subscriber) : undefined;
     for (const [name, { numberOfKeys }] of Object.entries(SCRIPTS)) {
       options.client.defineCommand(name, { lua: loadScript(name as ScriptName), numberOfKeys });
     }
@@ -49,66 +97,137 @@ export class RedisStore implements Store {
   }
 
   async decideRetry(ref: DependencyRef, request: RetryBudgetRequest): Promise<RetryBudgetOutcome> {
+    const keys = this.keys.dependency(ref.namespace, ref.dependency);
     const { budget } = request;
-    const reply = await this.run<number[]>(
+    const reply = await this.run(
       'decide_retry',
-      this.keys.dependency(ref.namespace, ref.dependency).budget,
+      keys.budget,
+      keys.breaker,
       budget.ratio,
       budget.minRetriesPerSecond,
       budget.windowSeconds,
       request.delayMs,
       request.deadlineMs ?? -1,
+      keys.events,
+      ref.dependency,
     );
-    const [code, retries, requests, limit] = reply;
+    const [code, retries, requests, limit] = reply.map(Number);
     return {
       verdict: RETRY_VERDICTS[code],
       budget: { retries, requests, limit, windowSeconds: budget.windowSeconds },
+      breaker: breakerFromReply(reply, 4),
     };
   }
 
-  async recordOutcomes(ref: DependencyRef, batch: OutcomeBatch, windows: OutcomeWindows): Promise<OutcomeTotals> {
+  async recordOutcomes(ref: DependencyRef, batch: OutcomeBatch, policy: OutcomePolicy): Promise<BreakerSnapshot> {
     const keys = this.keys.dependency(ref.namespace, ref.dependency);
-    const [successes, failures, slow] = await this.run<number[]>(
+    const probes = batch.probes.flatMap((probe) => [probe.token, probe.success ? 1 : 0]);
+    const reply = await this.run(
       'record_outcomes',
       keys.budget,
       keys.outcomes,
+      keys.breaker,
+      keys.reporters,
+      keys.probes,
       batch.requests,
       batch.successes,
       batch.failures,
       batch.slow,
-      windows.budgetWindowSeconds,
-      windows.outcomeWindowSeconds,
+      policy.budgetWindowSeconds,
+      batch.reporter,
+      keys.events,
+      ref.dependency,
+      ...breakerPolicyArgs(policy.breaker),
+      ...probes,
     );
-    return { successes, failures, slow };
+    return breakerFromReply(reply, 0);
   }
 
-  async readDependency(ref: DependencyRef, windows: DependencyReadWindows): Promise<DependencySnapshot> {
+  async admit(ref: DependencyRef, request: AdmitRequest): Promise<AdmitOutcome> {
     const keys = this.keys.dependency(ref.namespace, ref.dependency);
-    const { budget } = windows;
-    const [retries, requests, limit, successes, failures, slow] = await this.run<number[]>(
+    const reply = await this.run(
+      'admit',
+      keys.breaker,
+      keys.probes,
+      request.probeToken,
+      request.breaker.halfOpenProbes,
+      request.breaker.probeLeaseMs,
+      keys.events,
+      ref.dependency,
+    );
+    const [code, retryAfterMs, probeExpiresAt] = reply.map(Number);
+    return {
+      verdict: code === 3 ? 'breaker_open' : 'granted',
+      probe: code === 2 ? { token: request.probeToken, expiresAt: probeExpiresAt } : undefined,
+      retryAfterMs: retryAfterMs < 0 ? (code === 3 ? null : 0) : retryAfterMs,
+      breaker: breakerFromReply(reply, 3),
+    };
+  }
+
+  async setBreaker(ref: DependencyRef, action: BreakerAction): Promise<BreakerSnapshot> {
+    const keys = this.keys.dependency(ref.namespace, ref.dependency);
+    const reply = await this.run(
+      'set_breaker',
+      keys.breaker,
+      keys.outcomes,
+      keys.reporters,
+      keys.probes,
+      action.action,
+      action.action === 'reset' ? -1 : (action.durationMs ?? -1),
+      action.action === 'reset' ? '' : action.reason,
+      keys.events,
+      ref.dependency,
+    );
+    return breakerFromReply(reply, 0);
+  }
+
+  async readDependency(ref: DependencyRef, policy: DependencyReadPolicy): Promise<DependencySnapshot> {
+    const keys = this.keys.dependency(ref.namespace, ref.dependency);
+    const { budget } = policy;
+    const reply = await this.run(
       'read_dependency',
       keys.budget,
       keys.outcomes,
+      keys.breaker,
       budget.ratio,
       budget.minRetriesPerSecond,
       budget.windowSeconds,
-      windows.outcomeWindowSeconds,
+      policy.outcomeWindowSeconds,
+      keys.events,
+      ref.dependency,
     );
+    const [retries, requests, limit, successes, failures, slow] = reply.map(Number);
     return {
       budget: { retries, requests, limit, windowSeconds: budget.windowSeconds },
       outcomes: { successes, failures, slow },
+      breaker: breakerFromReply(reply, 6),
     };
   }
 
   async registerDependency(ref: DependencyRef, registration: DependencyRegistration): Promise<boolean> {
-    const reply = await this.run<number>(
+    const keys = this.keys.namespace(ref.namespace);
+    const reply = await this.run(
       'register_dependency',
-      this.keys.namespace(ref.namespace).dependencies,
+      keys.dependencies,
       ref.dependency,
       registration.cap,
       registration.retentionMs,
+      keys.events,
     );
-    return reply === 1;
+    return Number(reply) === 1;
+  }
+
+  async listDependencies(namespace: string, retentionMs: number): Promise<string[]> {
+    const reply = await this.run('list_dependencies', this.keys.namespace(namespace).dependencies, retentionMs);
+    return reply.map(String);
+  }
+
+  subscribeDependency(ref: DependencyRef, handler: EventHandler): Promise<Unsubscribe> {
+    return this.subscribe(this.keys.dependency(ref.namespace, ref.dependency).events, handler);
+  }
+
+  subscribeNamespace(namespace: string, handler: EventHandler): Promise<Unsubscribe> {
+    return this.subscribe(this.keys.namespace(namespace).events, handler);
   }
 
   async ping(): Promise<void> {
@@ -132,12 +251,18 @@ export class RedisStore implements Store {
   }
 
   async close(): Promise<void> {
+    this.events?.close();
     this.options.client.disconnect();
   }
 
-  private run<T>(script: ScriptName, ...args: ScriptArgument[]): Promise<T> {
+  private subscribe(channel: string, handler: EventHandler): Promise<Unsubscribe> {
+    if (!this.events) throw new Error('RedisStore was built without a subscriber connection');
+    return this.events.subscribe(channel, handler);
+  }
+
+  private run(script: ScriptName, ...args: ScriptArgument[]): Promise<Reply> {
     const command = (this.options.client as unknown as Record<ScriptName, ScriptCommand>)[script];
-    return this.guard(command.apply(this.options.client, args) as Promise<T>);
+    return this.guard(command.apply(this.options.client, args) as Promise<Reply>);
   }
 
   /** Bounds one operation by the store timeout and turns any failure into StoreUnavailableError. */

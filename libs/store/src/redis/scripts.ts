@@ -3,10 +3,13 @@ import { join } from 'node:path';
 
 /** The atomic operations, one Lua file each under ./lua, with the number of KEYS they take. */
 export const SCRIPTS = {
-  decide_retry: { numberOfKeys: 1 },
-  record_outcomes: { numberOfKeys: 2 },
-  read_dependency: { numberOfKeys: 2 },
+  decide_retry: { numberOfKeys: 2 },
+  record_outcomes: { numberOfKeys: 5 },
+  admit: { numberOfKeys: 2 },
+  set_breaker: { numberOfKeys: 4 },
+  read_dependency: { numberOfKeys: 3 },
   register_dependency: { numberOfKeys: 1 },
+  list_dependencies: { numberOfKeys: 1 },
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -1,32 +1,42 @@
 --[[
-  Reads a dependency's retry budget and outcome totals over their windows (pruning buckets
-  that aged out).
+  Reads a dependency: its retry budget, its outcome totals and its breaker (settling time-based
+  transitions and pruning buckets that aged out).
 
   Input:
     KEYS[1] budget window hash
     KEYS[2] outcome window hash
+    KEYS[3] breaker hash
     ARGV[1] ratio
     ARGV[2] minRetriesPerSecond
     ARGV[3] budget windowSeconds
     ARGV[4] outcome windowSeconds
+    ARGV[5] event channel
+    ARGV[6] dependency name
 
-  Output: { retries, requests, limit, successes, failures, slow }
+  Output: { retries, requests, limit, successes, failures, slow, <breaker reply tail> }
 ]]
 local rcall = redis.call
 --- @include "clock"
 --- @include "window"
 --- @include "budget"
 --- @include "outcomes"
+--- @include "breaker"
 
 local ratio = tonumber(ARGV[1])
 local minRetriesPerSecond = tonumber(ARGV[2])
 local budgetWindow = tonumber(ARGV[3])
 local outcomeWindow = tonumber(ARGV[4])
 
-local second = serverTime()
+local second, nowMs = serverTime()
+local breaker = breakerLoad(KEYS[3])
+breakerSettle(breaker, nowMs)
+if #breaker.transitions > 0 then
+  breakerSave(KEYS[3], breaker, nowMs)
+  breakerPublish(ARGV[5], ARGV[6], breaker)
+end
 local budget = windowSum(KEYS[1], BUDGET_FIELDS, second, budgetWindow)
 local outcomes = windowSum(KEYS[2], OUTCOME_FIELDS, second, outcomeWindow)
-return {
+return breakerReply(breaker, {
   budget[2], budget[1], budgetLimit(ratio, minRetriesPerSecond, budgetWindow, budget[1]),
   outcomes[1], outcomes[2], outcomes[3],
-}
+})

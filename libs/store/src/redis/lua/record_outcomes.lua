@@ -1,40 +1,92 @@
 --[[
-  Records one reporter's batch of outcomes for a dependency: first attempts are the budget's
-  deposits; successes, failures and slow calls feed the outcome window.
+  Records one reporter's batch for a dependency and runs the breaker on it: first attempts are
+  the budget's deposits; outcomes feed the breaker window; probe outcomes move a half-open
+  breaker; a window over its thresholds (with the reporter quorum) opens a closed breaker.
 
   Input:
     KEYS[1] budget window hash
     KEYS[2] outcome window hash
+    KEYS[3] breaker hash
+    KEYS[4] failing reporters sorted set (member: reporter, score: last failed or slow call, epoch ms)
+    KEYS[5] probe leases sorted set (member: token, score: expiry in epoch ms)
     ARGV[1] requests (first attempts)
     ARGV[2] successes
     ARGV[3] failures
     ARGV[4] slow
     ARGV[5] budget windowSeconds
-    ARGV[6] outcome windowSeconds
+    ARGV[6] reporter
+    ARGV[7] event channel
+    ARGV[8] dependency name
+    ARGV[9..18] breaker policy (BREAKER_POLICY_ARGS order)
+    ARGV[19..] probe outcomes as token, success (1 or 0) pairs
 
-  Output: { requests, successes, failures, slow } in the outcome window after the batch
+  Output: <breaker reply tail> after the batch
 ]]
 local rcall = redis.call
 --- @include "clock"
 --- @include "window"
 --- @include "budget"
 --- @include "outcomes"
+--- @include "breaker"
 
 local requests = tonumber(ARGV[1])
 local successes = tonumber(ARGV[2])
 local failures = tonumber(ARGV[3])
 local slow = tonumber(ARGV[4])
 local budgetWindow = tonumber(ARGV[5])
-local outcomeWindow = tonumber(ARGV[6])
+local reporter = ARGV[6]
+local policy = breakerPolicy(9)
+local outcomeWindow = policy.windowSeconds
 
-local second = serverTime()
+local second, nowMs = serverTime()
+local breaker = breakerLoad(KEYS[3])
+breakerSettle(breaker, nowMs)
+
+-- Probe outcomes: only a live lease counts, and only while half-open.
+rcall('ZREMRANGEBYSCORE', KEYS[5], '-inf', nowMs)
+for i = 19, #ARGV, 2 do
+  if breaker.state == 'half_open' and rcall('ZREM', KEYS[5], ARGV[i]) == 1 then
+    if ARGV[i + 1] == '1' then
+      if breaker.successes + 1 >= policy.closeAfterSuccesses then
+        breakerMove(breaker, 'closed', nowMs, nil, 0, 0, nil)
+      else
+        breaker.successes = breaker.successes + 1
+      end
+    else
+      breakerOpen(breaker, policy, nowMs, breaker.opens + 1)
+    end
+  end
+end
+
 windowPrune(KEYS[1], BUDGET_FIELDS, second, budgetWindow)
 if requests > 0 then
   windowAdd(KEYS[1], BUDGET_FIELDS, { requests, 0 }, second, budgetWindow)
 end
-windowPrune(KEYS[2], OUTCOME_FIELDS, second, outcomeWindow)
-if successes + failures + slow > 0 then
-  windowAdd(KEYS[2], OUTCOME_FIELDS, { successes, failures, slow }, second, outcomeWindow)
+local entered = #breaker.transitions > 0 and breaker.state
+if entered == 'closed' or entered == 'open' then
+  -- A breaker that just closed or reopened starts from a fresh window.
+  rcall('DEL', KEYS[2], KEYS[4], KEYS[5])
+else
+  windowPrune(KEYS[2], OUTCOME_FIELDS, second, outcomeWindow)
+  if successes + failures + slow > 0 then
+    windowAdd(KEYS[2], OUTCOME_FIELDS, { successes, failures, slow }, second, outcomeWindow)
+  end
+  rcall('ZREMRANGEBYSCORE', KEYS[4], '-inf', nowMs - outcomeWindow * 1000)
+  if failures + slow > 0 then
+    rcall('ZADD', KEYS[4], nowMs, reporter)
+    rcall('PEXPIRE', KEYS[4], outcomeWindow * 1000 + 2000)
+  end
+  if breaker.state == 'closed' then
+    local sums = windowSum(KEYS[2], OUTCOME_FIELDS, second, outcomeWindow)
+    if windowTrips(policy, sums[1], sums[2], sums[3], rcall('ZCARD', KEYS[4])) then
+      breakerOpen(breaker, policy, nowMs, 1)
+      rcall('DEL', KEYS[2], KEYS[4], KEYS[5])
+    end
+  end
 end
-local sums = windowSum(KEYS[2], OUTCOME_FIELDS, second, outcomeWindow)
-return { sums[1], sums[2], sums[3] }
+
+if #breaker.transitions > 0 or breaker.state == 'half_open' then
+  breakerSave(KEYS[3], breaker, nowMs)
+end
+breakerPublish(ARGV[7], ARGV[8], breaker)
+return breakerReply(breaker, {})

@@ -7,6 +7,7 @@
     ARGV[1] dependency
     ARGV[2] cap: most distinct dependencies
     ARGV[3] retentionMs
+    ARGV[4] namespace event channel, told when a dependency is new
 
   Output: 1 registered (or already known), 0 refused: the namespace is at its cap
 ]]
@@ -23,6 +24,8 @@ rcall('ZREMRANGEBYSCORE', key, '-inf', nowMs - retentionMs)
 if rcall('ZSCORE', key, dependency) == false and rcall('ZCARD', key) >= cap then
   return 0
 end
-rcall('ZADD', key, nowMs, dependency)
+if rcall('ZADD', key, nowMs, dependency) == 1 then
+  rcall('SPUBLISH', ARGV[4], cjson.encode({ type = 'dependency', dep = dependency }))
+end
 rcall('PEXPIRE', key, retentionMs)
 return 1

@@ -1,0 +1,112 @@
+--[[
+  The circuit breaker state machine; twin of libs/core BreakerMachine. A record is a hash with
+  fields state, since, openUntil, opens, successes, reason. Transitions are collected in a list
+  and published on the dependency's event channel when the script ends.
+]]
+local BREAKER_EPSILON = 1e-9
+
+-- Breaker policy values from ARGV, starting at index i (order: BREAKER_POLICY_ARGS in TS).
+local function breakerPolicy(i)
+  return {
+    failureRateThreshold = tonumber(ARGV[i]),
+    slowCallRateThreshold = tonumber(ARGV[i + 1]),
+    minimumCalls = tonumber(ARGV[i + 2]),
+    windowSeconds = tonumber(ARGV[i + 3]),
+    openMs = tonumber(ARGV[i + 4]),
+    maxOpenMs = tonumber(ARGV[i + 5]),
+    halfOpenProbes = tonumber(ARGV[i + 6]),
+    closeAfterSuccesses = tonumber(ARGV[i + 7]),
+    probeLeaseMs = tonumber(ARGV[i + 8]),
+    minReporters = tonumber(ARGV[i + 9]),
+  }
+end
+
+local function breakerLoad(key)
+  local v = rcall('HMGET', key, 'state', 'since', 'openUntil', 'opens', 'successes', 'reason')
+  return {
+    state = v[1] or 'closed',
+    since = tonumber(v[2]),
+    openUntil = tonumber(v[3]),
+    opens = tonumber(v[4]) or 0,
+    successes = tonumber(v[5]) or 0,
+    reason = v[6] or nil,
+    transitions = {},
+  }
+end
+
+local function breakerMove(b, to, since, openUntil, opens, successes, reason)
+  if b.state ~= to then
+    b.transitions[#b.transitions + 1] = { b.state, to, since, openUntil }
+  end
+  b.state, b.since, b.openUntil, b.opens, b.successes, b.reason = to, since, openUntil, opens, successes, reason
+end
+
+-- Transitions that time alone causes: open -> half_open, a forced state lapsing -> closed.
+local function breakerSettle(b, nowMs)
+  if b.state == 'open' and b.openUntil and nowMs >= b.openUntil then
+    breakerMove(b, 'half_open', b.openUntil, nil, b.opens, 0, nil)
+  elseif (b.state == 'forced_open' or b.state == 'forced_closed') and b.openUntil and nowMs >= b.openUntil then
+    breakerMove(b, 'closed', b.openUntil, nil, 0, 0, nil)
+  end
+end
+
+local function openDurationMs(policy, opens)
+  local exponent = math.min(math.max(opens - 1, 0), 30)
+  return math.min(policy.maxOpenMs, policy.openMs * 2 ^ exponent)
+end
+
+local function breakerOpen(b, policy, nowMs, opens)
+  breakerMove(b, 'open', nowMs, nowMs + openDurationMs(policy, opens), opens, 0, nil)
+end
+
+local function windowTrips(policy, successes, failures, slow, failingReporters)
+  local calls = successes + failures
+  if calls == 0 or calls < policy.minimumCalls then return false end
+  if failingReporters < policy.minReporters then return false end
+  return failures + BREAKER_EPSILON >= policy.failureRateThreshold * calls
+    or slow + BREAKER_EPSILON >= policy.slowCallRateThreshold * calls
+end
+
+local function blocksCalls(state)
+  return state == 'open' or state == 'forced_open' or state == 'half_open'
+end
+
+-- Writes the record back. A closed breaker lives a day; a forced state without expiry until reset.
+local function breakerSave(key, b, nowMs)
+  rcall('HSET', key, 'state', b.state, 'opens', b.opens, 'successes', b.successes)
+  for field, value in pairs({ since = b.since, openUntil = b.openUntil, reason = b.reason }) do
+    if value then
+      rcall('HSET', key, field, value)
+    else
+      rcall('HDEL', key, field)
+    end
+  end
+  if (b.state == 'forced_open' or b.state == 'forced_closed') and not b.openUntil then
+    rcall('PERSIST', key)
+  else
+    rcall('PEXPIRE', key, math.max((b.openUntil or nowMs) - nowMs, 0) + 86400000)
+  end
+end
+
+-- Publishes each transition on the dependency's sharded channel.
+local function breakerPublish(channel, dependency, b)
+  for _, t in ipairs(b.transitions) do
+    rcall('SPUBLISH', channel, cjson.encode({
+      type = 'breaker', dep = dependency, from = t[1], state = t[2], since = t[3], openUntil = t[4] or cjson.null,
+    }))
+  end
+end
+
+-- The reply tail every breaker-aware script returns: state, since, openUntil, reason, then
+-- from/to pairs of the transitions.
+local function breakerReply(b, reply)
+  reply[#reply + 1] = b.state
+  reply[#reply + 1] = b.since or -1
+  reply[#reply + 1] = b.openUntil or -1
+  reply[#reply + 1] = b.reason or ''
+  for _, t in ipairs(b.transitions) do
+    reply[#reply + 1] = t[1]
+    reply[#reply + 1] = t[2]
+  end
+  return reply
+end
