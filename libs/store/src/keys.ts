@@ -21,6 +21,8 @@ export interface DependencyKeys {
 export interface NamespaceKeys {
   /** Sorted set: dependencies seen in the namespace, scored by last use (epoch ms). */
   dependencies: string;
+  /** Hash: the namespace's policy documents and their versions (see PolicyDocumentRef). */
+  policies: string;
   /** Sharded pub/sub channel: dependencies new to the namespace. */
   events: string;
 }
@@ -42,6 +44,11 @@ export class SluiceKeys {
 
   namespace(namespace: string): NamespaceKeys {
     const tagged = `${this.prefix}:{${namespace}}`;
-    return { dependencies: `${tagged}:deps`, events: `${tagged}:events` };
+    return { dependencies: `${tagged}:deps`, policies: `${tagged}:policies`, events: `${tagged}:events` };
+  }
+
+  /** Stream: the audit log of operators' actions, every namespace. */
+  audit(): string {
+    return `${this.prefix}:audit`;
   }
 }

@@ -93,7 +93,46 @@ export interface DependencyRegistration {
 export type StoreEvent =
   | { type: 'breaker'; dep: string; from: BreakerState; state: BreakerState; since: number; openUntil: number | null }
   | { type: 'dependency'; dep: string }
-  | { type: 'policy'; dep: string | null };
+  | { type: 'policy'; kind: PolicyKind; name: string };
+
+/** The policy documents a namespace holds: its default, and one per dependency, named limit or queue. */
+export type PolicyKind = 'default' | 'dep' | 'limit' | 'queue';
+
+export interface PolicyDocumentRef {
+  kind: PolicyKind;
+  /** The dependency, limit or queue; '' for the namespace default. */
+  name: string;
+}
+
+export interface StoredPolicy extends PolicyDocumentRef {
+  /** Grows on every write and delete: the document's ETag. */
+  version: number;
+  document: unknown;
+}
+
+/** Write only if the stored document has this version, or only if there is none. */
+export type PolicyWriteCondition = { ifVersion: number } | { ifAbsent: true };
+
+export type PolicyWriteOutcome =
+  | { outcome: 'written'; version: number }
+  | { outcome: 'precondition_failed'; version: number }
+  | { outcome: 'not_found' };
+
+/** The audit log keeps about this many entries. */
+export const AUDIT_ENTRIES_KEPT = 10_000;
+
+export interface AuditRecord {
+  actor: string;
+  action: string;
+  namespace: string;
+  target: string;
+  reason: string | null;
+}
+
+export interface AuditEntry extends AuditRecord {
+  /** When it was recorded (epoch ms, the store's clock). */
+  at: number;
+}
 
 export type EventHandler = (event: StoreEvent) => void;
 export type Unsubscribe = () => Promise<void>;
@@ -126,6 +165,23 @@ export interface Store {
 
   /** The dependencies registered in a namespace, by name. */
   listDependencies(namespace: string, retentionMs: number): Promise<string[]>;
+
+  /** Every policy document of a namespace. */
+  readPolicies(namespace: string): Promise<StoredPolicy[]>;
+
+  /** Writes (or with `document` null deletes) one policy document, and tells every instance. */
+  writePolicy(
+    namespace: string,
+    ref: PolicyDocumentRef,
+    document: unknown,
+    condition?: PolicyWriteCondition,
+  ): Promise<PolicyWriteOutcome>;
+
+  /** Appends an operator's action to the audit log; returns its time. */
+  appendAudit(record: AuditRecord): Promise<number>;
+
+  /** The latest `limit` audit entries (of one namespace when given), oldest first. */
+  readAudit(query: { namespace?: string; limit: number }): Promise<AuditEntry[]>;
 
   /** Calls `handler` for every event of one dependency until unsubscribed. */
   subscribeDependency(ref: DependencyRef, handler: EventHandler): Promise<Unsubscribe>;

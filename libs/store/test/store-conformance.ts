@@ -1,5 +1,5 @@
 import { DEFAULT_DEPENDENCY_POLICY, type RetryBudgetPolicy } from '@sluice/protocol';
-import type { DependencyRef, OutcomeBatch, OutcomePolicy, Store } from '../src';
+import type { DependencyRef, OutcomeBatch, OutcomePolicy, Store, StoreEvent } from '../src';
 
 /** What a store under test comes with: a way to let time pass, on its own clock. */
 export interface StoreUnderTest {
@@ -171,6 +171,77 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
       );
       await subject.pass(1100);
       expect(await register('c')).toBe(true);
+    });
+
+    it('versions policy documents, writes them conditionally, and never reuses a version', async () => {
+      const namespace = `policies-${++sequence}`;
+      const ref = { kind: 'dep' as const, name: 'payments-api' };
+      const events: StoreEvent[] = [];
+      const stop = await store.subscribeNamespace(namespace, (event) => events.push(event));
+      expect(await store.writePolicy(namespace, ref, { mode: 'shadow' })).toEqual({ outcome: 'written', version: 1 });
+      expect(await store.writePolicy(namespace, ref, { mode: 'enforce' }, { ifAbsent: true })).toEqual({
+        outcome: 'precondition_failed',
+        version: 1,
+      });
+      expect(await store.writePolicy(namespace, ref, { mode: 'enforce' }, { ifVersion: 7 })).toEqual({
+        outcome: 'precondition_failed',
+        version: 1,
+      });
+      expect(await store.writePolicy(namespace, ref, { mode: 'enforce' }, { ifVersion: 1 })).toEqual({
+        outcome: 'written',
+        version: 2,
+      });
+      await store.writePolicy(namespace, { kind: 'default', name: '' }, { retryBudget: { ratio: 0.2 } });
+      expect(await store.readPolicies(namespace)).toEqual(
+        expect.arrayContaining([
+          { kind: 'dep', name: 'payments-api', version: 2, document: { mode: 'enforce' } },
+          { kind: 'default', name: '', version: 1, document: { retryBudget: { ratio: 0.2 } } },
+        ]),
+      );
+      expect(await store.writePolicy(namespace, ref, null)).toEqual({ outcome: 'written', version: 3 });
+      expect(await store.writePolicy(namespace, ref, null)).toEqual({ outcome: 'not_found' });
+      expect((await store.readPolicies(namespace)).map((policy) => policy.kind)).toEqual(['default']);
+      expect(await store.writePolicy(namespace, ref, { mode: 'shadow' }, { ifAbsent: true })).toEqual({
+        outcome: 'written',
+        version: 4,
+      });
+      const deadline = Date.now() + 2000;
+      while (events.length < 5 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      await stop();
+      expect(events).toHaveLength(5);
+      expect(events[0]).toEqual({ type: 'policy', kind: 'dep', name: 'payments-api' });
+    });
+
+    it('keeps the audit log in order, filtered by namespace and limited to the latest entries', async () => {
+      const namespace = `audit-${++sequence}`;
+      const other = `audit-other-${sequence}`;
+      const record = (ns: string, action: string) => ({
+        actor: 'ops',
+        action,
+        namespace: ns,
+        target: 'pay',
+        reason: null,
+      });
+      const first = await store.appendAudit({ ...record(namespace, 'trip'), reason: 'bad deploy' });
+      await store.appendAudit(record(other, 'reset'));
+      await store.appendAudit(record(namespace, 'reset'));
+      await store.appendAudit(record(namespace, 'policy.put'));
+      const mine = await store.readAudit({ namespace, limit: 10 });
+      expect(mine.map((entry) => entry.action)).toEqual(['trip', 'reset', 'policy.put']);
+      expect(mine[0]).toEqual({
+        at: first,
+        actor: 'ops',
+        action: 'trip',
+        namespace,
+        target: 'pay',
+        reason: 'bad deploy',
+      });
+      expect((await store.readAudit({ namespace, limit: 2 })).map((entry) => entry.action)).toEqual([
+        'reset',
+        'policy.put',
+      ]);
+      const everyone = await store.readAudit({ limit: 4 });
+      expect(everyone.map((entry) => entry.namespace)).toEqual([namespace, other, namespace, namespace]);
     });
 
     it('answers a ping', async () => {

@@ -10,7 +10,14 @@ import {
   type Clock,
 } from '@sluice/core';
 import { SluiceKeys } from '../keys';
+import { AUDIT_ENTRIES_KEPT } from '../store';
 import type {
+  AuditEntry,
+  AuditRecord,
+  PolicyDocumentRef,
+  PolicyWriteCondition,
+  PolicyWriteOutcome,
+  StoredPolicy,
   AdmitOutcome,
   AdmitRequest,
   BreakerAction,
@@ -54,6 +61,9 @@ export class MemoryStore implements Store {
   /** Namespace key → dependency → last use in epoch ms. */
   private readonly registries = new Map<string, Map<string, number>>();
   private readonly handlers = new Map<string, Set<EventHandler>>();
+  /** Namespace policies key → `<kind>:<name>` → document (null once deleted: the version lives on). */
+  private readonly policies = new Map<string, Map<string, StoredPolicy>>();
+  private readonly audit: AuditEntry[] = [];
   private readonly clock: Clock;
   private readonly keys: SluiceKeys;
 
@@ -187,6 +197,57 @@ export class MemoryStore implements Store {
 
   async listDependencies(namespace: string, retentionMs: number): Promise<string[]> {
     return [...this.registry(namespace, retentionMs).keys()].sort();
+  }
+
+  async readPolicies(namespace: string): Promise<StoredPolicy[]> {
+    const policies = this.policies.get(this.keys.namespace(namespace).policies);
+    if (!policies) return [];
+    return [...policies.values()]
+      .filter((stored) => stored.document !== null)
+      .map((stored) => ({ ...stored, document: structuredClone(stored.document) }));
+  }
+
+  async writePolicy(
+    namespace: string,
+    ref: PolicyDocumentRef,
+    document: unknown,
+    condition?: PolicyWriteCondition,
+  ): Promise<PolicyWriteOutcome> {
+    const keys = this.keys.namespace(namespace);
+    let policies = this.policies.get(keys.policies);
+    if (!policies) {
+      policies = new Map();
+      this.policies.set(keys.policies, policies);
+    }
+    const field = `${ref.kind}:${ref.name}`;
+    const stored = policies.get(field);
+    const exists = stored !== undefined && stored.document !== null;
+    const version = stored?.version ?? 0;
+    if (condition && 'ifAbsent' in condition && exists) return { outcome: 'precondition_failed', version };
+    if (condition && 'ifVersion' in condition && (!exists || condition.ifVersion !== version)) {
+      return { outcome: 'precondition_failed', version: exists ? version : 0 };
+    }
+    if (document === null && !exists) return { outcome: 'not_found' };
+    // The version outlives a delete, so an ETag is never reused for another document.
+    policies.set(field, {
+      ...ref,
+      version: version + 1,
+      document: document === null ? null : structuredClone(document),
+    });
+    this.publish(keys.events, { type: 'policy', kind: ref.kind, name: ref.name });
+    return { outcome: 'written', version: version + 1 };
+  }
+
+  async appendAudit(record: AuditRecord): Promise<number> {
+    const at = this.clock.now();
+    this.audit.push({ ...record, at });
+    if (this.audit.length > AUDIT_ENTRIES_KEPT) this.audit.splice(0, this.audit.length - AUDIT_ENTRIES_KEPT);
+    return at;
+  }
+
+  async readAudit(query: { namespace?: string; limit: number }): Promise<AuditEntry[]> {
+    const matching = this.audit.filter((entry) => !query.namespace || entry.namespace === query.namespace);
+    return matching.slice(Math.max(matching.length - query.limit, 0)).map((entry) => ({ ...entry }));
   }
 
   async subscribeDependency(ref: DependencyRef, handler: EventHandler): Promise<Unsubscribe> {

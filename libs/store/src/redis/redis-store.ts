@@ -2,7 +2,15 @@ import type { BreakerRecord, BreakerTransition } from '@sluice/core';
 import type { BreakerPolicy, BreakerState } from '@sluice/protocol';
 import { StoreUnavailableError } from '../errors';
 import { SluiceKeys } from '../keys';
+import { AUDIT_ENTRIES_KEPT } from '../store';
 import type {
+  AuditEntry,
+  AuditRecord,
+  PolicyDocumentRef,
+  PolicyKind,
+  PolicyWriteCondition,
+  PolicyWriteOutcome,
+  StoredPolicy,
   AdmitOutcome,
   AdmitRequest,
   BreakerAction,
@@ -220,6 +228,72 @@ export class RedisStore implements Store {
   async listDependencies(namespace: string, retentionMs: number): Promise<string[]> {
     const reply = await this.run('list_dependencies', this.keys.namespace(namespace).dependencies, retentionMs);
     return reply.map(String);
+  }
+
+  async readPolicies(namespace: string): Promise<StoredPolicy[]> {
+    const reply = await this.run('read_policies', this.keys.namespace(namespace).policies);
+    const policies: StoredPolicy[] = [];
+    for (let i = 0; i + 3 < reply.length; i += 4) {
+      policies.push({
+        kind: reply[i] as PolicyKind,
+        name: String(reply[i + 1]),
+        version: Number(reply[i + 2]),
+        document: JSON.parse(String(reply[i + 3])),
+      });
+    }
+    return policies;
+  }
+
+  async writePolicy(
+    namespace: string,
+    ref: PolicyDocumentRef,
+    document: unknown,
+    condition?: PolicyWriteCondition,
+  ): Promise<PolicyWriteOutcome> {
+    const keys = this.keys.namespace(namespace);
+    const [code, version] = (
+      await this.run(
+        'write_policy',
+        keys.policies,
+        ref.kind,
+        ref.name,
+        document === null ? '' : JSON.stringify(document),
+        !condition ? '' : 'ifAbsent' in condition ? 'absent' : condition.ifVersion,
+        keys.events,
+      )
+    ).map(Number);
+    if (code === 3) return { outcome: 'not_found' };
+    return { outcome: code === 1 ? 'written' : 'precondition_failed', version };
+  }
+
+  async appendAudit(record: AuditRecord): Promise<number> {
+    const at = await this.run(
+      'append_audit',
+      this.keys.audit(),
+      AUDIT_ENTRIES_KEPT,
+      record.actor,
+      record.action,
+      record.namespace,
+      record.target,
+      record.reason ?? '',
+    );
+    return Number(at);
+  }
+
+  async readAudit(query: { namespace?: string; limit: number }): Promise<AuditEntry[]> {
+    const reply = await this.run('read_audit', this.keys.audit(), query.namespace ?? '', query.limit);
+    const entries: AuditEntry[] = [];
+    for (let i = 0; i + 5 < reply.length; i += 6) {
+      entries.push({
+        at: Number(reply[i]),
+        actor: String(reply[i + 1]),
+        action: String(reply[i + 2]),
+        namespace: String(reply[i + 3]),
+        target: String(reply[i + 4]),
+        reason: reply[i + 5] === '' ? null : String(reply[i + 5]),
+      });
+    }
+    return entries;
   }
 
   subscribeDependency(ref: DependencyRef, handler: EventHandler): Promise<Unsubscribe> {

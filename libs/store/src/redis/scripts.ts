@@ -10,6 +10,10 @@ export const SCRIPTS = {
   read_dependency: { numberOfKeys: 3 },
   register_dependency: { numberOfKeys: 1 },
   list_dependencies: { numberOfKeys: 1 },
+  write_policy: { numberOfKeys: 1 },
+  read_policies: { numberOfKeys: 1 },
+  append_audit: { numberOfKeys: 1 },
+  read_audit: { numberOfKeys: 1 },
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;
