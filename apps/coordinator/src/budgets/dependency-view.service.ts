@@ -13,7 +13,7 @@ export class DependencyViewService {
   ) {}
 
   async read(ref: DependencyRef): Promise<DependencyView> {
-    const policy = this.policies.forDependency(ref.namespace, ref.dependency);
+    const policy = await this.policies.forDependency(ref.namespace, ref.dependency);
     const { budget, outcomes } = await this.store.readDependency(ref, {
       budget: policy.retryBudget,
       outcomeWindowSeconds: policy.breaker.windowSeconds,

@@ -26,13 +26,20 @@ export class ReportsService {
     const response: ReportResponse = { deps: {} };
     await Promise.all(
       entries.map(async ({ entry }) => {
-        const policy = this.policies.forDependency(namespace, entry.dep);
-        await this.store.recordOutcomes(
+        const policy = await this.policies.forDependency(namespace, entry.dep);
+        const breaker = await this.store.recordOutcomes(
           { namespace, dependency: entry.dep },
-          { requests: entry.requests, successes: entry.successes, failures: entry.failures, slow: entry.slow },
-          { budgetWindowSeconds: policy.retryBudget.windowSeconds, outcomeWindowSeconds: policy.breaker.windowSeconds },
+          {
+            reporter: report.reporter,
+            requests: entry.requests,
+            successes: entry.successes,
+            failures: entry.failures,
+            slow: entry.slow,
+            probes: entry.probes ?? [],
+          },
+          { budgetWindowSeconds: policy.retryBudget.windowSeconds, breaker: policy.breaker },
         );
-        response.deps[entry.dep] = { breaker: { state: 'closed' } };
+        response.deps[entry.dep] = { breaker: { state: breaker.record.state } };
       }),
     );
     return response;

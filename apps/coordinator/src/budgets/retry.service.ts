@@ -21,7 +21,7 @@ export class RetryService {
   ) {}
 
   async decide(ref: DependencyRef, request: RetryRequest): Promise<RetryDecision> {
-    const policy = this.policies.forDependency(ref.namespace, ref.dependency);
+    const policy = await this.policies.forDependency(ref.namespace, ref.dependency);
     const delayMs = backoffDelay(policy.backoff, { attempt: request.attempt, retryAfterMs: request.retryAfterMs });
     const denial = preBudgetDenial(
       {

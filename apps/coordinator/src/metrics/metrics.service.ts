@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /**
  * Every Prometheus metric the service exposes, on one registry per app instance (so two
@@ -36,6 +36,33 @@ export class MetricsService {
     help: 'Store operation duration (one Lua script call on Redis), by operation.',
     labelNames: ['operation'] as const,
     buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1],
+    registers: [this.registry],
+  });
+
+  readonly breakerState = new Gauge({
+    name: 'sluice_breaker_state',
+    help: 'Circuit breaker state as this instance last saw it: 1 for the current state, 0 for the others.',
+    labelNames: ['namespace', 'dependency', 'state'] as const,
+    registers: [this.registry],
+  });
+
+  readonly breakerTransitions = new Counter({
+    name: 'sluice_breaker_transitions_total',
+    help: 'Circuit breaker transitions made through this instance (each is made by exactly one).',
+    labelNames: ['namespace', 'dependency', 'from', 'to'] as const,
+    registers: [this.registry],
+  });
+
+  readonly adminActions = new Counter({
+    name: 'sluice_admin_actions_total',
+    help: 'Admin actions (trip, force-close, reset, policy changes), by action.',
+    labelNames: ['action'] as const,
+    registers: [this.registry],
+  });
+
+  readonly sseClients = new Gauge({
+    name: 'sluice_event_stream_clients',
+    help: 'Server-Sent Events streams open on this instance.',
     registers: [this.registry],
   });
 

@@ -5,7 +5,7 @@ import { parsePolicies, readPoliciesFile } from './policies-file';
 import { PolicyService } from './policy.service';
 
 describe('policies file', () => {
-  it('overlays the file default, the namespace default and the dependency policy, in that order', () => {
+  it('overlays the file default, the namespace default and the dependency policy, in that order', async () => {
     const file = parsePolicies(
       {
         default: { retryBudget: { ratio: 0.2 }, backoff: { jitter: 'decorrelated' } },
@@ -19,14 +19,14 @@ describe('policies file', () => {
       'test',
     );
     const policies = new PolicyService(file);
-    expect(policies.forDependency('shop', 'payments-api')).toEqual({
+    expect(await policies.forDependency('shop', 'payments-api')).toEqual({
       ...DEFAULT_DEPENDENCY_POLICY,
       mode: 'shadow',
       retryBudget: { ratio: 0.3, minRetriesPerSecond: 10, windowSeconds: 20, maxAttempts: 2 },
       backoff: { baseMs: 50, capMs: 2000, jitter: 'decorrelated' },
     });
-    expect(policies.forDependency('shop', 'search').retryBudget.maxAttempts).toBe(3);
-    expect(policies.forDependency('other', 'search').retryBudget.ratio).toBe(0.2);
+    expect((await policies.forDependency('shop', 'search')).retryBudget.maxAttempts).toBe(3);
+    expect((await policies.forDependency('other', 'search')).retryBudget.ratio).toBe(0.2);
   });
 
   it.each([
@@ -47,15 +47,15 @@ describe('policies file', () => {
     expect(() => parsePolicies(document, 'policies.yaml')).toThrow(field);
   });
 
-  it('reads the example policies file shipped in deploy/', () => {
+  it('reads the example policies file shipped in deploy/', async () => {
     const file = readPoliciesFile(join(__dirname, '../../../../deploy/policies.example.yaml'));
     const policies = new PolicyService(file);
-    expect(policies.forDependency('shop', 'payments-api').retryBudget).toEqual({
+    expect((await policies.forDependency('shop', 'payments-api')).retryBudget).toEqual({
       ratio: 0.05,
       minRetriesPerSecond: 10,
       windowSeconds: 10,
       maxAttempts: 2,
     });
-    expect(policies.forDependency('shop', 'search').mode).toBe('shadow');
+    expect((await policies.forDependency('shop', 'search')).mode).toBe('shadow');
   });
 });

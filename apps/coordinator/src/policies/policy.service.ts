@@ -14,7 +14,7 @@ export class PolicyService {
 
   constructor(@Inject(POLICIES_FILE) private readonly file: PoliciesFile) {}
 
-  forDependency(namespace: string, dependency: string): DependencyPolicy {
+  async forDependency(namespace: string, dependency: string): Promise<DependencyPolicy> {
     const cacheKey = `${namespace}/${dependency}`;
     let policy = this.resolved.get(cacheKey);
     if (!policy) {

@@ -1,0 +1,37 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { AuditEntry, Store } from '@sluice/store';
+import type { Principal } from '../auth/token-registry';
+import { MetricsService } from '../metrics/metrics.service';
+import { STORE } from '../store/store.provider';
+
+/** An operator's action as the audit log keeps it. */
+export interface AdminAction {
+  action: string;
+  namespace: string;
+  target: string;
+  reason?: string | null;
+}
+
+/** Records every admin action (actor, time, target, reason) and reads the log back. */
+@Injectable()
+export class AuditService {
+  constructor(
+    @Inject(STORE) private readonly store: Store,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  async record(principal: Principal, action: AdminAction): Promise<void> {
+    await this.store.appendAudit({
+      actor: principal.id,
+      action: action.action,
+      namespace: action.namespace,
+      target: action.target,
+      reason: action.reason ?? null,
+    });
+    this.metrics.adminActions.inc({ action: action.action });
+  }
+
+  read(query: { namespace?: string; limit: number }): Promise<AuditEntry[]> {
+    return this.store.readAudit(query);
+  }
+}
