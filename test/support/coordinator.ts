@@ -26,6 +26,7 @@ export function testConfig(overrides: Partial<SluiceConfig> = {}): SluiceConfig 
     logLevel: 'silent',
     maxDependenciesPerNamespace: 1000,
     keyPrefix: 'sluice',
+    sseHeartbeatMs: 15_000,
     ...overrides,
   };
 }

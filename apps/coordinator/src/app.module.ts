@@ -1,6 +1,13 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
+import { BreakersAdminController } from './admin/breakers-admin.controller';
+import { BreakersAdminService } from './admin/breakers-admin.service';
+import { AuditController } from './audit/audit.controller';
+import { AuditService } from './audit/audit.service';
 import { AuthGuard } from './auth/auth.guard';
+import { AdmitController } from './breakers/admit.controller';
+import { AdmitService } from './breakers/admit.service';
+import { BreakerMetrics } from './breakers/breaker-metrics';
 import { TokenRegistry } from './auth/token-registry';
 import { DependencyViewController } from './budgets/dependency-view.controller';
 import { DependencyViewService } from './budgets/dependency-view.service';
@@ -13,6 +20,8 @@ import { createValidationPipe } from './common/validation.pipe';
 import type { SluiceConfig } from './config/config';
 import { ConfigModule } from './config/config.module';
 import { DependencyRegistry } from './dependencies/dependency-registry.service';
+import { EventsController } from './events/events.controller';
+import { EventStreamService } from './events/event-stream.service';
 import { HealthController } from './health/health.controller';
 import { MetricsController } from './metrics/metrics.controller';
 import { MetricsService } from './metrics/metrics.service';
@@ -32,7 +41,17 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [ConfigModule.register(config)],
-      controllers: [RetryController, ReportsController, DependencyViewController, HealthController, MetricsController],
+      controllers: [
+        RetryController,
+        ReportsController,
+        DependencyViewController,
+        AdmitController,
+        EventsController,
+        BreakersAdminController,
+        AuditController,
+        HealthController,
+        MetricsController,
+      ],
       providers: [
         storeProvider,
         MetricsService,
@@ -41,6 +60,11 @@ export class AppModule {
         RetryService,
         ReportsService,
         DependencyViewService,
+        AdmitService,
+        BreakerMetrics,
+        BreakersAdminService,
+        EventStreamService,
+        AuditService,
         { provide: POLICIES_FILE, useValue: policies },
         { provide: TokenRegistry, useValue: new TokenRegistry(config.tokens) },
         { provide: APP_GUARD, useClass: AuthGuard },

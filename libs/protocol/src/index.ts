@@ -4,3 +4,4 @@ export * from './reports';
 export * from './dependency';
 export * from './errors';
 export * from './names';
+export * from './admit';

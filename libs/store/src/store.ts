@@ -69,7 +69,7 @@ export interface AdmitOutcome {
 export type BreakerAction =
   | { action: 'trip'; reason: string; durationMs?: number }
   | { action: 'force_close'; reason: string; durationMs?: number }
-  | { action: 'reset' };
+  | { action: 'reset'; reason?: string };
 
 export interface DependencyReadPolicy {
   budget: RetryBudgetPolicy;

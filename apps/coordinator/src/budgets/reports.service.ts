@@ -2,18 +2,20 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { DependencyReport, ReportRequest, ReportResponse } from '@sluice/protocol';
 import type { Store } from '@sluice/store';
 import { validationFailed } from '../common/api-error';
+import { BreakerMetrics } from '../breakers/breaker-metrics';
 import { DependencyRegistry } from '../dependencies/dependency-registry.service';
 import { PolicyService } from '../policies/policy.service';
 import { STORE } from '../store/store.provider';
 import { reportProblems } from './report-rules';
 
-/** Records batched outcomes: one atomic store call per dependency, all sent at once. */
+/** Records batched outcomes and probe results: one atomic store call per dependency, all sent at once. */
 @Injectable()
 export class ReportsService {
   constructor(
     @Inject(STORE) private readonly store: Store,
     private readonly policies: PolicyService,
     private readonly registry: DependencyRegistry,
+    private readonly breakerMetrics: BreakerMetrics,
   ) {}
 
   async record(namespace: string, report: ReportRequest): Promise<ReportResponse> {
@@ -39,6 +41,7 @@ export class ReportsService {
           },
           { budgetWindowSeconds: policy.retryBudget.windowSeconds, breaker: policy.breaker },
         );
+        this.breakerMetrics.observe({ namespace, dependency: entry.dep }, breaker);
         response.deps[entry.dep] = { breaker: { state: breaker.record.state } };
       }),
     );
@@ -59,6 +62,7 @@ function mergeByDependency(entries: DependencyReport[]): Array<{ entry: Dependen
     existing.entry.successes += entry.successes;
     existing.entry.failures += entry.failures;
     existing.entry.slow += entry.slow;
+    existing.entry.probes = [...(existing.entry.probes ?? []), ...(entry.probes ?? [])];
   });
   return [...merged.values()];
 }

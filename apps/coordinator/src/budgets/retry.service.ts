@@ -1,7 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { backoffDelay, preBudgetDenial } from '@sluice/core';
-import type { BudgetView, DependencyPolicy, RetryDecision, RetryReason, RetryRequest } from '@sluice/protocol';
-import type { DependencyRef, Store } from '@sluice/store';
+import type { BudgetView, RetryDecision, RetryReason, RetryRequest } from '@sluice/protocol';
+import type { BreakerSnapshot, DependencyRef, Store } from '@sluice/store';
+import { BreakerMetrics } from '../breakers/breaker-metrics';
+import { readPolicyOf } from '../dependencies/read-policy';
 import { DependencyRegistry } from '../dependencies/dependency-registry.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { PolicyService } from '../policies/policy.service';
@@ -10,7 +12,7 @@ import { STORE } from '../store/store.provider';
 /** Reasons that are facts about the call, not policy: enforced even in shadow mode. */
 const ALWAYS_ENFORCED: ReadonlySet<RetryReason> = new Set(['not_retriable', 'not_idempotent']);
 
-/** Decides "may I retry?": classification first, then one atomic store call for deadline and budget. */
+/** Decides "may I retry?": classification first, then one atomic store call for breaker, deadline and budget. */
 @Injectable()
 export class RetryService {
   constructor(
@@ -18,6 +20,7 @@ export class RetryService {
     private readonly policies: PolicyService,
     private readonly registry: DependencyRegistry,
     private readonly metrics: MetricsService,
+    private readonly breakerMetrics: BreakerMetrics,
   ) {}
 
   async decide(ref: DependencyRef, request: RetryRequest): Promise<RetryDecision> {
@@ -34,9 +37,10 @@ export class RetryService {
     );
     let reason: RetryReason;
     let budget: BudgetView;
+    let breaker: BreakerSnapshot;
     if (denial) {
       reason = denial;
-      budget = (await this.store.readDependency(ref, this.readWindows(policy))).budget;
+      ({ budget, breaker } = await this.store.readDependency(ref, readPolicyOf(policy)));
     } else {
       await this.registry.admit(ref.namespace, ref.dependency);
       const outcome = await this.store.decideRetry(ref, {
@@ -44,9 +48,9 @@ export class RetryService {
         delayMs,
         deadlineMs: request.deadlineMs,
       });
-      reason = outcome.verdict;
-      budget = outcome.budget;
+      ({ verdict: reason, budget, breaker } = outcome);
     }
+    this.breakerMetrics.observe(ref, breaker);
     this.metrics.retryDecisions.inc({ namespace: ref.namespace, dependency: ref.dependency, result: reason });
     const shadow = policy.mode === 'shadow' && !ALWAYS_ENFORCED.has(reason);
     return {
@@ -54,12 +58,8 @@ export class RetryService {
       reason,
       delayMs,
       budget,
-      breaker: { state: 'closed' },
+      breaker: { state: breaker.record.state },
       shadow,
     };
-  }
-
-  private readWindows(policy: DependencyPolicy) {
-    return { budget: policy.retryBudget, outcomeWindowSeconds: policy.breaker.windowSeconds };
   }
 }

@@ -32,6 +32,7 @@ describe('loadConfig', () => {
       logLevel: 'info',
       maxDependenciesPerNamespace: 1000,
       keyPrefix: 'sluice',
+      sseHeartbeatMs: 15000,
     });
   });
 

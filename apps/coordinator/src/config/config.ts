@@ -21,6 +21,8 @@ export interface SluiceConfig {
   maxDependenciesPerNamespace: number;
   /** First part of every Redis key; lets several deployments share one Redis. */
   keyPrefix: string;
+  /** Longest silence on an event stream before a comment line keeps it alive. */
+  sseHeartbeatMs: number;
 }
 
 /** The environment as class-validator sees it: property names are the variables' names. */
@@ -77,6 +79,12 @@ class Environment {
   @IsString()
   @Matches(/^[A-Za-z0-9_.:-]{1,64}$/)
   SLUICE_KEY_PREFIX?: string;
+
+  @IsOptional()
+  @IsInt()
+  @Min(100)
+  @Max(60_000)
+  SLUICE_SSE_HEARTBEAT_MS?: number;
 }
 
 const VARIABLE_NAMES = [
@@ -91,8 +99,14 @@ const VARIABLE_NAMES = [
   'SLUICE_LOG_LEVEL',
   'SLUICE_MAX_DEPENDENCIES_PER_NAMESPACE',
   'SLUICE_KEY_PREFIX',
+  'SLUICE_SSE_HEARTBEAT_MS',
 ] as const;
-const INTEGER_VARIABLES = ['SLUICE_PORT', 'SLUICE_STORE_TIMEOUT_MS', 'SLUICE_MAX_DEPENDENCIES_PER_NAMESPACE'] as const;
+const INTEGER_VARIABLES = [
+  'SLUICE_PORT',
+  'SLUICE_STORE_TIMEOUT_MS',
+  'SLUICE_MAX_DEPENDENCIES_PER_NAMESPACE',
+  'SLUICE_SSE_HEARTBEAT_MS',
+] as const;
 const LOOPBACK = '127.0.0.1';
 
 /** Reads and validates the configuration; throws ConfigError naming the first bad variable. */
@@ -133,6 +147,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SluiceConfig {
     logLevel: environment.SLUICE_LOG_LEVEL ?? 'info',
     maxDependenciesPerNamespace: environment.SLUICE_MAX_DEPENDENCIES_PER_NAMESPACE ?? 1000,
     keyPrefix: environment.SLUICE_KEY_PREFIX ?? 'sluice',
+    sseHeartbeatMs: environment.SLUICE_SSE_HEARTBEAT_MS ?? 15_000,
   };
 }
 

@@ -35,4 +35,9 @@ export class DependencyRegistry {
     if (this.renewAt.size >= MAX_REMEMBERED) this.renewAt.clear();
     this.renewAt.set(cacheKey, now + RENEW_AFTER_MS);
   }
+
+  /** The dependencies the namespace holds, by name. */
+  list(namespace: string): Promise<string[]> {
+    return this.store.listDependencies(namespace, RETENTION_MS);
+  }
 }

@@ -1,13 +1,30 @@
 import type { Store } from '@sluice/store';
 import type { MetricsService } from '../metrics/metrics.service';
 
-type StoreOperation = Exclude<keyof Store, 'kind' | 'close' | 'waitUntilReady'>;
-const OPERATIONS: StoreOperation[] = ['decideRetry', 'recordOutcomes', 'readDependency', 'registerDependency', 'ping'];
+type StoreOperation = Exclude<
+  keyof Store,
+  'kind' | 'close' | 'waitUntilReady' | 'subscribeDependency' | 'subscribeNamespace'
+>;
+/** Every one-shot operation (the type makes the list complete); subscriptions are long-lived and not timed. */
+const OPERATIONS: Record<StoreOperation, true> = {
+  decideRetry: true,
+  recordOutcomes: true,
+  admit: true,
+  setBreaker: true,
+  readDependency: true,
+  registerDependency: true,
+  listDependencies: true,
+  readPolicies: true,
+  writePolicy: true,
+  appendAudit: true,
+  readAudit: true,
+  ping: true,
+};
 
 /** Wraps a Store so every operation is timed and every failure counted. */
 export function instrumentStore(store: Store, metrics: MetricsService): Store {
   const instrumented: Store = Object.create(store) as Store;
-  for (const operation of OPERATIONS) {
+  for (const operation of Object.keys(OPERATIONS) as StoreOperation[]) {
     const original = store[operation].bind(store) as (...args: unknown[]) => Promise<unknown>;
     (instrumented as unknown as Record<string, unknown>)[operation] = async (...args: unknown[]) => {
       const stopTimer = metrics.storeOperationDuration.startTimer({ operation });

@@ -1,5 +1,12 @@
 import { Logger, type Provider } from '@nestjs/common';
-import { MemoryStore, RedisStore, SluiceKeys, createRedisClient, type Store } from '@sluice/store';
+import {
+  MemoryStore,
+  RedisStore,
+  SluiceKeys,
+  createRedisClient,
+  createRedisSubscriber,
+  type Store,
+} from '@sluice/store';
 import { SLUICE_CONFIG } from '../config/config.module';
 import type { SluiceConfig } from '../config/config';
 import { MetricsService } from '../metrics/metrics.service';
@@ -11,18 +18,20 @@ export const STORE = Symbol('STORE');
 export function createStore(config: SluiceConfig, logger = new Logger('Store')): Store {
   const keys = new SluiceKeys(config.keyPrefix);
   if (config.redisClusterNodes || config.redisUrl) {
-    const client = createRedisClient({
+    const connection = {
       url: config.redisUrl,
       clusterNodes: config.redisClusterNodes,
       commandTimeoutMs: config.storeTimeoutMs,
-    });
+    };
+    const client = createRedisClient(connection);
     client.on('error', (error: Error) => logger.warn(`redis: ${error.message}`));
+    const subscriber = createRedisSubscriber(connection);
     logger.log(
       config.redisClusterNodes
         ? `state in Redis Cluster (${config.redisClusterNodes.join(', ')})`
         : `state in Redis at ${redactUrl(config.redisUrl ?? '')}`,
     );
-    return new RedisStore({ client, keys, timeoutMs: config.storeTimeoutMs });
+    return new RedisStore({ client, subscriber, keys, timeoutMs: config.storeTimeoutMs });
   }
   logger.warn(
     'SLUICE_REDIS_URL is not set: running on the embedded single-process store. ' +

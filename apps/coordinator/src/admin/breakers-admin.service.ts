@@ -1,0 +1,90 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { BreakerState } from '@sluice/protocol';
+import type { BreakerAction, BreakerSnapshot, DependencyRef, Store } from '@sluice/store';
+import { AuditService } from '../audit/audit.service';
+import type { Principal } from '../auth/token-registry';
+import { BreakerMetrics } from '../breakers/breaker-metrics';
+import { DependencyRegistry } from '../dependencies/dependency-registry.service';
+import { readPolicyOf } from '../dependencies/read-policy';
+import { PolicyService } from '../policies/policy.service';
+import { STORE } from '../store/store.provider';
+
+export interface BreakerItem {
+  dependency: string;
+  state: BreakerState;
+  since: number | null;
+  openUntil: number | null;
+  reason: string | null;
+}
+
+export interface BudgetItem {
+  dependency: string;
+  retries: number;
+  requests: number;
+  limit: number;
+  exhausted: boolean;
+}
+
+const AUDIT_ACTIONS: Record<BreakerAction['action'], string> = {
+  trip: 'breaker.trip',
+  force_close: 'breaker.force_close',
+  reset: 'breaker.reset',
+};
+
+/** Operators' view and control of a namespace's breakers and budgets, fleet-wide. */
+@Injectable()
+export class BreakersAdminService {
+  constructor(
+    @Inject(STORE) private readonly store: Store,
+    private readonly policies: PolicyService,
+    private readonly registry: DependencyRegistry,
+    private readonly audit: AuditService,
+    private readonly breakerMetrics: BreakerMetrics,
+  ) {}
+
+  async act(principal: Principal, ref: DependencyRef, action: BreakerAction): Promise<BreakerItem> {
+    await this.registry.admit(ref.namespace, ref.dependency);
+    const snapshot = await this.store.setBreaker(ref, action);
+    this.breakerMetrics.observe(ref, snapshot);
+    await this.audit.record(principal, {
+      action: AUDIT_ACTIONS[action.action],
+      namespace: ref.namespace,
+      target: ref.dependency,
+      reason: 'reason' in action ? action.reason : null,
+    });
+    return itemOf(ref.dependency, snapshot);
+  }
+
+  async breakers(namespace: string): Promise<BreakerItem[]> {
+    const snapshots = await this.readAll(namespace);
+    return snapshots.map(({ dependency, snapshot }) => itemOf(dependency, snapshot.breaker));
+  }
+
+  async budgets(namespace: string): Promise<BudgetItem[]> {
+    const snapshots = await this.readAll(namespace);
+    return snapshots.map(({ dependency, snapshot: { budget } }) => ({
+      dependency,
+      retries: budget.retries,
+      requests: budget.requests,
+      limit: budget.limit,
+      exhausted: budget.retries >= budget.limit,
+    }));
+  }
+
+  private async readAll(namespace: string) {
+    const dependencies = await this.registry.list(namespace);
+    return Promise.all(
+      dependencies.map(async (dependency) => {
+        const ref = { namespace, dependency };
+        const policy = await this.policies.forDependency(namespace, dependency);
+        const snapshot = await this.store.readDependency(ref, readPolicyOf(policy));
+        this.breakerMetrics.observe(ref, snapshot.breaker);
+        return { dependency, snapshot };
+      }),
+    );
+  }
+}
+
+function itemOf(dependency: string, { record }: BreakerSnapshot): BreakerItem {
+  return { dependency, state: record.state, since: record.since, openUntil: record.openUntil, reason: record.reason };
+}

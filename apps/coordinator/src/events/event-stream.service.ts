@@ -1,0 +1,103 @@
+import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
+import type { ServerResponse } from 'node:http';
+import type { DependencyRef, Store, StoreEvent, Unsubscribe } from '@sluice/store';
+import type { SluiceConfig } from '../config/config';
+import { SLUICE_CONFIG } from '../config/config.module';
+import { DependencyRegistry } from '../dependencies/dependency-registry.service';
+import { readPolicyOf } from '../dependencies/read-policy';
+import { MetricsService } from '../metrics/metrics.service';
+import { PolicyService } from '../policies/policy.service';
+import { STORE } from '../store/store.provider';
+
+/** One client's stream: which dependencies it follows (all of the namespace when none are listed). */
+export interface StreamRequest {
+  namespace: string;
+  dependencies?: string[];
+}
+
+/**
+ * Server-Sent Events of breaker transitions and policy changes: on connect, one `breaker` event per
+ * dependency; then every transition as the store publishes it; a comment line keeps the stream
+ * alive; every stream ends cleanly when the app shuts down.
+ */
+@Injectable()
+export class EventStreamService implements BeforeApplicationShutdown {
+  private readonly logger = new Logger('Events');
+  private readonly open = new Set<() => Promise<void>>();
+
+  constructor(
+    @Inject(STORE) private readonly store: Store,
+    @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
+    private readonly registry: DependencyRegistry,
+    private readonly policies: PolicyService,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  /** Streams to `response` (already hijacked from the framework) until the client goes away. */
+  async stream(request: StreamRequest, response: ServerResponse): Promise<void> {
+    response.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    const send = (event: string, data: unknown) => {
+      if (!response.writableEnded) response.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    };
+    const unsubscribes: Unsubscribe[] = [];
+    const followed = new Set<string>();
+    const heartbeat = setInterval(() => response.write(': keep-alive\n\n'), this.config.sseHeartbeatMs);
+    const close = async () => {
+      if (!this.open.delete(close)) return;
+      clearInterval(heartbeat);
+      this.metrics.sseClients.dec();
+      await Promise.all(unsubscribes.map((unsubscribe) => unsubscribe().catch(() => undefined)));
+      if (!response.writableEnded) response.end();
+    };
+    this.open.add(close);
+    this.metrics.sseClients.inc();
+    response.on('close', () => void close());
+
+    const follow = async (dependency: string) => {
+      if (followed.has(dependency)) return;
+      followed.add(dependency);
+      const ref = { namespace: request.namespace, dependency };
+      // Subscribe before the snapshot, so no transition falls between the two.
+      unsubscribes.push(await this.store.subscribeDependency(ref, (event) => this.forward(event, send)));
+      send('breaker', await this.breakerNow(ref));
+    };
+    try {
+      unsubscribes.push(
+        await this.store.subscribeNamespace(request.namespace, (event) => {
+          if (event.type === 'dependency' && !request.dependencies) void follow(event.dep).catch(() => undefined);
+          else this.forward(event, send, request.dependencies);
+        }),
+      );
+      const dependencies = request.dependencies ?? (await this.registry.list(request.namespace));
+      await Promise.all(dependencies.map(follow));
+    } catch (error) {
+      this.logger.warn(`event stream for ${request.namespace} failed: ${(error as Error).message}`);
+      await close();
+    }
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await Promise.all([...this.open].map((close) => close()));
+  }
+
+  private forward(event: StoreEvent, send: (event: string, data: unknown) => void, only?: string[]): void {
+    if (event.type === 'breaker') {
+      send('breaker', { dep: event.dep, state: event.state, since: event.since, openUntil: event.openUntil });
+    } else if (event.type === 'policy' && (event.kind === 'dep' || event.kind === 'default')) {
+      const dep = event.kind === 'dep' ? event.name : null;
+      if (!only || dep === null || only.includes(dep)) send('policy', { dep });
+    }
+  }
+
+  private async breakerNow(ref: DependencyRef) {
+    const policy = await this.policies.forDependency(ref.namespace, ref.dependency);
+    const { breaker } = await this.store.readDependency(ref, readPolicyOf(policy));
+    const { state, since, openUntil } = breaker.record;
+    return { dep: ref.dependency, state, since, openUntil };
+  }
+}

@@ -1,0 +1,23 @@
+/** POST /v1/{ns}/deps/{dep}/admit */
+import type { BreakerSummary } from './retry';
+
+export interface AdmitRequest {
+  /** What the call costs against a rate limit (1 by default). */
+  cost?: number;
+}
+
+export const ADMIT_REASONS = ['granted', 'breaker_open', 'rate_limited', 'concurrency_limited'] as const;
+export type AdmitReason = (typeof ADMIT_REASONS)[number];
+
+export interface AdmitDecision {
+  allow: boolean;
+  reason: AdmitReason;
+  /** When a refused call may try again. */
+  retryAfterMs: number;
+  breaker: BreakerSummary;
+  /** Present when this call is the half-open probe: report its outcome with this token. */
+  probe?: { token: string; expiresAt: number };
+  /** Present when the policy has a concurrency limit. */
+  lease?: { id: string; expiresAt: number };
+  shadow: boolean;
+}
