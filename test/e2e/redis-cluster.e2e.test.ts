@@ -6,6 +6,7 @@ import { describeStoreConformance } from '../../libs/store/test/store-conformanc
 import { startCoordinator, type RunningCoordinator } from '../support/coordinator';
 import { RedisClusterProcess } from '../support/redis-cluster';
 import { deleteKeysWithPrefix } from '../support/redis';
+import { openEventStream } from '../support/sse';
 
 const post = (url: string, body: unknown) =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -78,5 +79,19 @@ describe('retry budget end to end on Redis Cluster', () => {
     expect(holders.filter((count) => count > 0).length).toBeGreaterThan(1);
     await deleteKeysWithPrefix(client, 'sluice:{shop/');
     client.disconnect();
+  });
+
+  it('carries a trip through instance A to an event stream on instance B over sharded pub/sub', async () => {
+    const stream = await openEventStream(`${b.url}/v1/shop/events?deps=payments-api,ledger`);
+    await stream.next((frame) => frame.event === 'breaker' && (frame.data as { dep: string }).dep === 'ledger');
+    const sentAt = Date.now();
+    const trip = await post(`${a.url}/admin/v1/shop/breakers/ledger/trip`, { reason: 'cluster drill' });
+    expect(trip.status).toBe(200);
+    const event = await stream.next(
+      (frame) => frame.event === 'breaker' && (frame.data as { state: string }).state === 'forced_open',
+    );
+    expect(event.data).toMatchObject({ dep: 'ledger', state: 'forced_open' });
+    console.log(`cluster: trip through A seen on B after ${event.receivedAt - sentAt} ms`);
+    stream.close();
   });
 });
