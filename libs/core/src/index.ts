@@ -5,3 +5,5 @@ export * from './retry-classification';
 export * from './backoff';
 export * from './random';
 export * from './breaker';
+export * from './gcra';
+export * from './latency-histogram';

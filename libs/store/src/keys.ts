@@ -14,6 +14,12 @@ export interface DependencyKeys {
   reporters: string;
   /** Sorted set: half-open probe leases, by expiry. */
   probes: string;
+  /** String: the dependency's rate limit (GCRA theoretical arrival time). */
+  rate: string;
+  /** Sorted set: concurrency leases, by expiry. */
+  leases: string;
+  /** Hash: sliding window of latency counts on the fixed bucket bounds. */
+  latency: string;
   /** Sharded pub/sub channel: breaker transitions and policy changes of the dependency. */
   events: string;
 }
@@ -38,6 +44,9 @@ export class SluiceKeys {
       breaker: `${tagged}:breaker`,
       reporters: `${tagged}:reporters`,
       probes: `${tagged}:probes`,
+      rate: `${tagged}:rate`,
+      leases: `${tagged}:leases`,
+      latency: `${tagged}:latency`,
       events: `${tagged}:events`,
     };
   }
@@ -45,6 +54,11 @@ export class SluiceKeys {
   namespace(namespace: string): NamespaceKeys {
     const tagged = `${this.prefix}:{${namespace}}`;
     return { dependencies: `${tagged}:deps`, policies: `${tagged}:policies`, events: `${tagged}:events` };
+  }
+
+  /** String: one key of a named rate limit (GCRA theoretical arrival time); its own slot. */
+  rateLimit(namespace: string, limit: string, key: string): string {
+    return `${this.prefix}:{${namespace}/limit/${limit}/${key}}:rate`;
   }
 
   /** Stream: the audit log of operators' actions, every namespace. */

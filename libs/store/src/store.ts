@@ -1,5 +1,13 @@
 import type { BreakerRecord, BreakerTransition } from '@sluice/core';
-import type { BreakerPolicy, BreakerState, BudgetView, ProbeOutcome, RetryBudgetPolicy } from '@sluice/protocol';
+import type {
+  BreakerPolicy,
+  BreakerState,
+  BudgetView,
+  ConcurrencyPolicy,
+  ProbeOutcome,
+  RateLimitPolicy,
+  RetryBudgetPolicy,
+} from '@sluice/protocol';
 
 /** Which resource of which namespace an operation is about. */
 export interface DependencyRef {
@@ -19,6 +27,8 @@ export interface RetryBudgetRequest {
   delayMs: number;
   /** The caller's remaining deadline; absent when it has none. */
   deadlineMs?: number;
+  /** The window the fleet's latency percentiles cover: the breaker window (10 s by default). */
+  latencyWindowSeconds?: number;
 }
 
 export type RetryBudgetVerdict = 'granted' | 'budget_exhausted' | 'deadline_exceeded' | 'breaker_open';
@@ -38,6 +48,8 @@ export interface OutcomeBatch {
   failures: number;
   slow: number;
   probes: ProbeOutcome[];
+  /** Latency counts on the fixed bounds (LATENCY_BOUNDS_MS, plus the overflow bucket). */
+  latency?: number[];
 }
 
 export interface OutcomePolicy {
@@ -55,15 +67,47 @@ export interface AdmitRequest {
   breaker: BreakerPolicy;
   /** The token this call's probe lease gets, if it becomes the half-open probe. */
   probeToken: string;
+  rateLimit: RateLimitPolicy | null;
+  /** What the call costs against the rate limit. */
+  cost: number;
+  concurrency: ConcurrencyPolicy | null;
+  /** The id this call's concurrency lease gets, if the policy has a concurrency limit. */
+  leaseId: string;
 }
 
 export interface AdmitOutcome {
-  verdict: 'granted' | 'breaker_open';
+  verdict: 'granted' | 'breaker_open' | 'rate_limited' | 'concurrency_limited';
   /** Present when this call is the half-open probe. */
   probe?: { token: string; expiresAt: number };
+  /** Present when the call holds a concurrency lease. */
+  lease?: { id: string; expiresAt: number };
   /** When a refused call may try again; null when unknown (forced open until reset). */
   retryAfterMs: number | null;
+  /** Concurrency leases held after the decision; null without a concurrency limit. */
+  leasesInUse: number | null;
   breaker: BreakerSnapshot;
+}
+
+/** One key of a named rate limit. */
+export interface RateLimitRef {
+  namespace: string;
+  limit: string;
+  key: string;
+}
+
+export interface RateLimitOutcome {
+  allow: boolean;
+  /** The burst. */
+  limit: number;
+  remaining: number;
+  retryAfterMs: number;
+  resetMs: number;
+}
+
+export interface LeaseOutcome {
+  /** The lease's new expiry; null for an unknown or expired lease. */
+  expiresAt: number | null;
+  leasesInUse: number;
 }
 
 export type BreakerAction =
@@ -79,6 +123,8 @@ export interface DependencyReadPolicy {
 export interface DependencySnapshot {
   budget: BudgetView;
   outcomes: OutcomeTotals;
+  /** Latency counts on the fixed bounds over the breaker window. */
+  latency: number[];
   breaker: BreakerSnapshot;
 }
 
@@ -153,6 +199,15 @@ export interface Store {
 
   /** Lets a call through a closed breaker, or hands out a half-open probe lease. */
   admit(ref: DependencyRef, request: AdmitRequest): Promise<AdmitOutcome>;
+
+  /** Takes `cost` from one key of a named rate limit. */
+  takeRateLimit(ref: RateLimitRef, policy: RateLimitPolicy, cost: number): Promise<RateLimitOutcome>;
+
+  /** Releases a concurrency lease; released is false for an unknown or expired lease. */
+  releaseLease(ref: DependencyRef, leaseId: string): Promise<{ released: boolean; leasesInUse: number }>;
+
+  /** Extends a live concurrency lease by `leaseMs` from now. */
+  renewLease(ref: DependencyRef, leaseId: string, leaseMs: number): Promise<LeaseOutcome>;
 
   /** An operator's trip, force-close or reset. */
   setBreaker(ref: DependencyRef, action: BreakerAction): Promise<BreakerSnapshot>;

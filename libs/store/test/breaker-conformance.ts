@@ -37,7 +37,14 @@ export function describeBreakerConformance(label: string, open: () => Promise<St
       breaker: { ...BREAKER, ...overrides },
     });
     const admit = (ref: DependencyRef, overrides: Partial<BreakerPolicy> = {}) =>
-      store.admit(ref, { breaker: { ...BREAKER, ...overrides }, probeToken: token() });
+      store.admit(ref, {
+        breaker: { ...BREAKER, ...overrides },
+        probeToken: token(),
+        rateLimit: null,
+        cost: 1,
+        concurrency: null,
+        leaseId: token(),
+      });
     const retry = (ref: DependencyRef) => store.decideRetry(ref, { budget: BUDGET, delayMs: 0 });
     const read = (ref: DependencyRef) => store.readDependency(ref, { budget: BUDGET, outcomeWindowSeconds: 10 });
 

@@ -1,3 +1,4 @@
+import { LATENCY_BOUNDS_MS } from '@sluice/core';
 import { DEFAULT_DEPENDENCY_POLICY, type RetryBudgetPolicy } from '@sluice/protocol';
 import type { DependencyRef, OutcomeBatch, OutcomePolicy, Store, StoreEvent } from '../src';
 
@@ -49,6 +50,7 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
       expect(snapshot).toEqual({
         budget: { retries: 0, requests: 0, limit: 100, windowSeconds: 10 },
         outcomes: NO_OUTCOMES,
+        latency: new Array(LATENCY_BOUNDS_MS.length + 1).fill(0),
         breaker: {
           record: { state: 'closed', since: null, openUntil: null, opens: 0, probeSuccesses: 0, reason: null },
           transitions: [],

@@ -1,4 +1,7 @@
 import {
+  LATENCY_BOUNDS_MS,
+  gcraTake,
+  latencyQuantile,
   BreakerMachine,
   CLOSED_BREAKER,
   SlidingWindowCounter,
@@ -9,6 +12,7 @@ import {
   type BreakerRecord,
   type Clock,
 } from '@sluice/core';
+import { DEFAULT_DEPENDENCY_POLICY, type RateLimitPolicy } from '@sluice/protocol';
 import { SluiceKeys } from '../keys';
 import { AUDIT_ENTRIES_KEPT } from '../store';
 import type {
@@ -27,6 +31,9 @@ import type {
   DependencyRegistration,
   DependencySnapshot,
   EventHandler,
+  LeaseOutcome,
+  RateLimitOutcome,
+  RateLimitRef,
   OutcomeBatch,
   OutcomePolicy,
   RetryBudgetOutcome,
@@ -48,6 +55,11 @@ interface DependencyState {
   breaker: BreakerRecord;
   /** Probe token → lease expiry (epoch ms). */
   probes: Map<string, number>;
+  /** The rate limit's theoretical arrival time (epoch ms). */
+  rateTat: number | null;
+  /** Concurrency lease id → expiry (epoch ms). */
+  leases: Map<string, number>;
+  latency: SlidingWindowCounter<string>;
 }
 
 /**
@@ -64,6 +76,8 @@ export class MemoryStore implements Store {
   /** Namespace policies key → `<kind>:<name>` → document (null once deleted: the version lives on). */
   private readonly policies = new Map<string, Map<string, StoredPolicy>>();
   private readonly audit: AuditEntry[] = [];
+  /** Named rate limit key → theoretical arrival time (epoch ms). */
+  private readonly rateLimits = new Map<string, number>();
   private readonly clock: Clock;
   private readonly keys: SluiceKeys;
 
@@ -82,8 +96,14 @@ export class MemoryStore implements Store {
     const limit = retryBudgetLimit(policy, requests);
     let verdict: RetryBudgetOutcome['verdict'] = 'granted';
     if (blocksCalls(state.breaker.state)) verdict = 'breaker_open';
-    else if (request.deadlineMs !== undefined && request.delayMs > request.deadlineMs) verdict = 'deadline_exceeded';
-    else if (retries + 1 > limit) verdict = 'budget_exhausted';
+    else if (
+      request.deadlineMs !== undefined &&
+      request.delayMs +
+        fleetP99(state, second, request.latencyWindowSeconds ?? DEFAULT_DEPENDENCY_POLICY.breaker.windowSeconds) >
+        request.deadlineMs
+    ) {
+      verdict = 'deadline_exceeded';
+    } else if (retries + 1 > limit) verdict = 'budget_exhausted';
     else state.budget.add(second, policy.windowSeconds, { retries: 1 });
     return {
       verdict,
@@ -109,6 +129,7 @@ export class MemoryStore implements Store {
         machine.probeOutcome(policy.breaker, probe.success, now);
       }
     }
+    if (batch.latency) state.latency.add(second, windowSeconds, latencyDelta(batch.latency));
     if (batch.requests > 0) state.budget.add(second, policy.budgetWindowSeconds, { requests: batch.requests });
     const entered = machine.transitions.length > 0 ? machine.record.state : undefined;
     if (entered === 'closed' || entered === 'open') {
@@ -130,27 +151,83 @@ export class MemoryStore implements Store {
     const now = this.clock.now();
     const state = this.state(ref);
     const machine = this.settle(ref, state, now);
+    const refused = (
+      verdict: AdmitOutcome['verdict'],
+      retryAfterMs: number | null,
+      leasesInUse: number | null = null,
+    ) => ({
+      verdict,
+      retryAfterMs,
+      leasesInUse,
+      breaker: snapshot(machine),
+    });
+    // 1. The breaker.
     const { breaker } = state;
-    if (breaker.state === 'half_open') {
+    const probe = breaker.state === 'half_open';
+    if (probe) {
       pruneExpired(state.probes, now);
-      if (state.probes.size < request.breaker.halfOpenProbes) {
-        const expiresAt = now + request.breaker.probeLeaseMs;
-        state.probes.set(request.probeToken, expiresAt);
-        return {
-          verdict: 'granted',
-          probe: { token: request.probeToken, expiresAt },
-          retryAfterMs: 0,
-          breaker: snapshot(machine),
-        };
+      if (state.probes.size >= request.breaker.halfOpenProbes) {
+        return refused('breaker_open', Math.max(Math.min(...state.probes.values()) - now, 0));
       }
-      const earliest = Math.min(...state.probes.values());
-      return { verdict: 'breaker_open', retryAfterMs: Math.max(earliest - now, 0), breaker: snapshot(machine) };
+    } else if (blocksCalls(breaker.state)) {
+      return refused('breaker_open', breaker.openUntil === null ? null : Math.max(breaker.openUntil - now, 0));
     }
-    if (blocksCalls(breaker.state)) {
-      const retryAfterMs = breaker.openUntil === null ? null : Math.max(breaker.openUntil - now, 0);
-      return { verdict: 'breaker_open', retryAfterMs, breaker: snapshot(machine) };
+    // 2. The rate limit, stored only if the call is admitted.
+    const rate = request.rateLimit ? gcraTake(request.rateLimit, state.rateTat, now, request.cost) : undefined;
+    if (rate && !rate.allow) return refused('rate_limited', rate.retryAfterMs);
+    // 3. The concurrency limit.
+    let lease: AdmitOutcome['lease'];
+    if (request.concurrency) {
+      pruneExpired(state.leases, now);
+      if (state.leases.size >= request.concurrency.limit) {
+        return refused('concurrency_limited', Math.max(Math.min(...state.leases.values()) - now, 0), state.leases.size);
+      }
+      lease = { id: request.leaseId, expiresAt: now + request.concurrency.leaseMs };
+      state.leases.set(lease.id, lease.expiresAt);
     }
-    return { verdict: 'granted', retryAfterMs: 0, breaker: snapshot(machine) };
+    if (rate) state.rateTat = rate.tat;
+    let probeLease: AdmitOutcome['probe'];
+    if (probe) {
+      probeLease = { token: request.probeToken, expiresAt: now + request.breaker.probeLeaseMs };
+      state.probes.set(probeLease.token, probeLease.expiresAt);
+    }
+    return {
+      verdict: 'granted',
+      ...(probeLease ? { probe: probeLease } : {}),
+      ...(lease ? { lease } : {}),
+      retryAfterMs: 0,
+      leasesInUse: request.concurrency ? state.leases.size : null,
+      breaker: snapshot(machine),
+    };
+  }
+
+  async takeRateLimit(ref: RateLimitRef, policy: RateLimitPolicy, cost: number): Promise<RateLimitOutcome> {
+    const key = this.keys.rateLimit(ref.namespace, ref.limit, ref.key);
+    const now = this.clock.now();
+    const stored = this.rateLimits.get(key);
+    const decision = gcraTake(policy, stored !== undefined && stored > now ? stored : null, now, cost);
+    if (decision.allow) this.rateLimits.set(key, decision.tat);
+    this.evictSpentRateLimits(now);
+    const { allow, limit, remaining, retryAfterMs, resetMs } = decision;
+    return { allow, limit, remaining, retryAfterMs, resetMs };
+  }
+
+  async releaseLease(ref: DependencyRef, leaseId: string): Promise<{ released: boolean; leasesInUse: number }> {
+    const state = this.dependencies.get(this.keys.dependency(ref.namespace, ref.dependency).breaker);
+    if (!state) return { released: false, leasesInUse: 0 };
+    pruneExpired(state.leases, this.clock.now());
+    const released = state.leases.delete(leaseId);
+    return { released, leasesInUse: state.leases.size };
+  }
+
+  async renewLease(ref: DependencyRef, leaseId: string, leaseMs: number): Promise<LeaseOutcome> {
+    const state = this.dependencies.get(this.keys.dependency(ref.namespace, ref.dependency).breaker);
+    if (!state) return { expiresAt: null, leasesInUse: 0 };
+    const now = this.clock.now();
+    pruneExpired(state.leases, now);
+    if (!state.leases.has(leaseId)) return { expiresAt: null, leasesInUse: state.leases.size };
+    state.leases.set(leaseId, now + leaseMs);
+    return { expiresAt: now + leaseMs, leasesInUse: state.leases.size };
   }
 
   async setBreaker(ref: DependencyRef, action: BreakerAction): Promise<BreakerSnapshot> {
@@ -174,6 +251,9 @@ export class MemoryStore implements Store {
     const machine = state ? this.settle(ref, state, now) : new BreakerMachine({ ...CLOSED_BREAKER });
     const { requests, retries } = state?.budget.sum(second, budgetPolicy.windowSeconds) ?? { requests: 0, retries: 0 };
     const outcomes = state?.outcomes.sum(second, policy.outcomeWindowSeconds) ?? { successes: 0, failures: 0, slow: 0 };
+    const latency = LATENCY_FIELDS.map((field) =>
+      state ? state.latency.sum(second, policy.outcomeWindowSeconds)[field] : 0,
+    );
     return {
       budget: {
         retries,
@@ -182,6 +262,7 @@ export class MemoryStore implements Store {
         windowSeconds: budgetPolicy.windowSeconds,
       },
       outcomes,
+      latency,
       breaker: snapshot(machine),
     };
   }
@@ -266,6 +347,12 @@ export class MemoryStore implements Store {
     this.handlers.clear();
   }
 
+  /** Forgets rate limit keys back at a full burst (as their Redis keys expire). */
+  private evictSpentRateLimits(now: number): void {
+    if (this.rateLimits.size < 10_000) return;
+    for (const [key, tat] of this.rateLimits) if (tat <= now) this.rateLimits.delete(key);
+  }
+
   /** The registry of a namespace, without the dependencies unused for the retention (their state goes too). */
   private registry(namespace: string, retentionMs: number): Map<string, number> {
     const registryKey = this.keys.namespace(namespace).dependencies;
@@ -293,6 +380,9 @@ export class MemoryStore implements Store {
         reporters: new Map(),
         breaker: { ...CLOSED_BREAKER },
         probes: new Map(),
+        rateTat: null,
+        leases: new Map(),
+        latency: new SlidingWindowCounter<string>(LATENCY_FIELDS),
       };
       this.dependencies.set(key, state);
     }
@@ -353,6 +443,24 @@ export class MemoryStore implements Store {
 
 function snapshot(machine: BreakerMachine): BreakerSnapshot {
   return { record: { ...machine.record }, transitions: [...machine.transitions] };
+}
+
+/** Counter names of the latency window: one per fixed bucket, as in lua/includes/latency.lua. */
+const LATENCY_FIELDS = Array.from({ length: LATENCY_BOUNDS_MS.length + 1 }, (_, i) => `l${i + 1}`);
+
+function latencyDelta(counts: number[]): Record<string, number> {
+  return Object.fromEntries(LATENCY_FIELDS.map((field, i) => [field, counts[i] ?? 0]));
+}
+
+/** The fleet's p99 latency over the window; 0 while nothing is known. */
+function fleetP99(state: DependencyState, second: number, windowSeconds: number): number {
+  const totals = state.latency.sum(second, windowSeconds);
+  return (
+    latencyQuantile(
+      LATENCY_FIELDS.map((field) => totals[field]),
+      0.99,
+    ) ?? 0
+  );
 }
 
 function clearWindow(state: DependencyState): void {

@@ -1,5 +1,10 @@
-import type { BreakerRecord, BreakerTransition } from '@sluice/core';
-import type { BreakerPolicy, BreakerState } from '@sluice/protocol';
+import { LATENCY_BOUNDS_MS, type BreakerRecord, type BreakerTransition } from '@sluice/core';
+import {
+  DEFAULT_DEPENDENCY_POLICY,
+  type BreakerPolicy,
+  type BreakerState,
+  type RateLimitPolicy,
+} from '@sluice/protocol';
 import { StoreUnavailableError } from '../errors';
 import { SluiceKeys } from '../keys';
 import { AUDIT_ENTRIES_KEPT } from '../store';
@@ -20,6 +25,9 @@ import type {
   DependencyRegistration,
   DependencySnapshot,
   EventHandler,
+  LeaseOutcome,
+  RateLimitOutcome,
+  RateLimitRef,
   OutcomeBatch,
   OutcomePolicy,
   RetryBudgetOutcome,
@@ -35,6 +43,13 @@ import { SCRIPTS, loadScript, type ScriptName } from './scripts';
 type ScriptArgument = string | number;
 type ScriptCommand = (...args: ScriptArgument[]) => Promise<unknown>;
 type Reply = Array<string | number>;
+
+const ADMIT_VERDICTS: Record<number, AdmitOutcome['verdict']> = {
+  1: 'granted',
+  3: 'breaker_open',
+  4: 'rate_limited',
+  5: 'concurrency_limited',
+};
 
 const RETRY_VERDICTS: Record<number, RetryBudgetVerdict> = {
   1: 'granted',
@@ -111,6 +126,7 @@ export class RedisStore implements Store {
       'decide_retry',
       keys.budget,
       keys.breaker,
+      keys.latency,
       budget.ratio,
       budget.minRetriesPerSecond,
       budget.windowSeconds,
@@ -118,6 +134,7 @@ export class RedisStore implements Store {
       request.deadlineMs ?? -1,
       keys.events,
       ref.dependency,
+      request.latencyWindowSeconds ?? DEFAULT_DEPENDENCY_POLICY.breaker.windowSeconds,
     );
     const [code, retries, requests, limit] = reply.map(Number);
     return {
@@ -137,6 +154,7 @@ export class RedisStore implements Store {
       keys.breaker,
       keys.reporters,
       keys.probes,
+      keys.latency,
       batch.requests,
       batch.successes,
       batch.failures,
@@ -146,6 +164,8 @@ export class RedisStore implements Store {
       keys.events,
       ref.dependency,
       ...breakerPolicyArgs(policy.breaker),
+      batch.latency?.length ?? 0,
+      ...(batch.latency ?? []),
       ...probes,
     );
     return breakerFromReply(reply, 0);
@@ -153,23 +173,60 @@ export class RedisStore implements Store {
 
   async admit(ref: DependencyRef, request: AdmitRequest): Promise<AdmitOutcome> {
     const keys = this.keys.dependency(ref.namespace, ref.dependency);
+    const { rateLimit, concurrency } = request;
     const reply = await this.run(
       'admit',
       keys.breaker,
       keys.probes,
+      keys.rate,
+      keys.leases,
       request.probeToken,
       request.breaker.halfOpenProbes,
       request.breaker.probeLeaseMs,
       keys.events,
       ref.dependency,
+      rateLimit?.rate ?? 0,
+      rateLimit?.periodMs ?? 0,
+      rateLimit?.burst ?? 0,
+      request.cost,
+      concurrency?.limit ?? 0,
+      concurrency?.leaseMs ?? 0,
+      request.leaseId,
     );
-    const [code, retryAfterMs, probeExpiresAt] = reply.map(Number);
+    const [code, probeExpiresAt, leaseExpiresAt, retryAfterMs, inUse] = reply.map(Number);
     return {
-      verdict: code === 3 ? 'breaker_open' : 'granted',
-      probe: code === 2 ? { token: request.probeToken, expiresAt: probeExpiresAt } : undefined,
-      retryAfterMs: retryAfterMs < 0 ? (code === 3 ? null : 0) : retryAfterMs,
-      breaker: breakerFromReply(reply, 3),
+      verdict: ADMIT_VERDICTS[code],
+      ...(probeExpiresAt >= 0 ? { probe: { token: request.probeToken, expiresAt: probeExpiresAt } } : {}),
+      ...(leaseExpiresAt >= 0 ? { lease: { id: request.leaseId, expiresAt: leaseExpiresAt } } : {}),
+      retryAfterMs: retryAfterMs >= 0 ? retryAfterMs : code === 1 ? 0 : null,
+      leasesInUse: inUse >= 0 ? inUse : null,
+      breaker: breakerFromReply(reply, 5),
     };
+  }
+
+  async takeRateLimit(ref: RateLimitRef, policy: RateLimitPolicy, cost: number): Promise<RateLimitOutcome> {
+    const reply = await this.run(
+      'take_rate_limit',
+      this.keys.rateLimit(ref.namespace, ref.limit, ref.key),
+      policy.rate,
+      policy.periodMs,
+      policy.burst,
+      cost,
+    );
+    const [allowed, remaining, retryAfterMs, resetMs] = reply.map(Number);
+    return { allow: allowed === 1, limit: policy.burst, remaining, retryAfterMs, resetMs };
+  }
+
+  async releaseLease(ref: DependencyRef, leaseId: string): Promise<{ released: boolean; leasesInUse: number }> {
+    const keys = this.keys.dependency(ref.namespace, ref.dependency);
+    const [released, inUse] = (await this.run('release_lease', keys.leases, leaseId)).map(Number);
+    return { released: released === 1, leasesInUse: inUse };
+  }
+
+  async renewLease(ref: DependencyRef, leaseId: string, leaseMs: number): Promise<LeaseOutcome> {
+    const keys = this.keys.dependency(ref.namespace, ref.dependency);
+    const [expiresAt, inUse] = (await this.run('renew_lease', keys.leases, leaseId, leaseMs)).map(Number);
+    return { expiresAt: expiresAt >= 0 ? expiresAt : null, leasesInUse: inUse };
   }
 
   async setBreaker(ref: DependencyRef, action: BreakerAction): Promise<BreakerSnapshot> {
@@ -197,6 +254,7 @@ export class RedisStore implements Store {
       keys.budget,
       keys.outcomes,
       keys.breaker,
+      keys.latency,
       budget.ratio,
       budget.minRetriesPerSecond,
       budget.windowSeconds,
@@ -205,10 +263,12 @@ export class RedisStore implements Store {
       ref.dependency,
     );
     const [retries, requests, limit, successes, failures, slow] = reply.map(Number);
+    const latencyEnd = 6 + LATENCY_BOUNDS_MS.length + 1;
     return {
       budget: { retries, requests, limit, windowSeconds: budget.windowSeconds },
       outcomes: { successes, failures, slow },
-      breaker: breakerFromReply(reply, 6),
+      latency: reply.slice(6, latencyEnd).map(Number),
+      breaker: breakerFromReply(reply, latencyEnd),
     };
   }
 

@@ -3,11 +3,14 @@ import { join } from 'node:path';
 
 /** The atomic operations, one Lua file each under ./lua, with the number of KEYS they take. */
 export const SCRIPTS = {
-  decide_retry: { numberOfKeys: 2 },
-  record_outcomes: { numberOfKeys: 5 },
-  admit: { numberOfKeys: 2 },
+  decide_retry: { numberOfKeys: 3 },
+  record_outcomes: { numberOfKeys: 6 },
+  admit: { numberOfKeys: 4 },
+  take_rate_limit: { numberOfKeys: 1 },
+  release_lease: { numberOfKeys: 1 },
+  renew_lease: { numberOfKeys: 1 },
   set_breaker: { numberOfKeys: 4 },
-  read_dependency: { numberOfKeys: 3 },
+  read_dependency: { numberOfKeys: 4 },
   register_dependency: { numberOfKeys: 1 },
   list_dependencies: { numberOfKeys: 1 },
   write_policy: { numberOfKeys: 1 },

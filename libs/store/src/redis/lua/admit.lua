@@ -1,25 +1,39 @@
 --[[
-  Admits one call: a closed breaker lets it through; a half-open one hands out at most
-  halfOpenProbes probe leases fleet-wide (expired leases are reclaimed first); an open one refuses.
+  Admits one call to a dependency in one step: the breaker (a half-open one hands out at most
+  halfOpenProbes probe leases fleet-wide), then the rate limit (GCRA), then the concurrency limit
+  (leases in a sorted set, expired ones reclaimed first). Nothing is taken unless all say yes.
 
   Input:
     KEYS[1] breaker hash
     KEYS[2] probe leases sorted set (member: token, score: expiry in epoch ms)
-    ARGV[1] probe token to hand out if this call becomes the probe
+    KEYS[3] rate limit TAT string
+    KEYS[4] concurrency leases sorted set (member: lease id, score: expiry in epoch ms)
+    ARGV[1] probe token, used if this call becomes the probe
     ARGV[2] halfOpenProbes
     ARGV[3] probeLeaseMs
     ARGV[4] event channel
     ARGV[5] dependency name
+    ARGV[6] rate, 0 when the dependency has no rate limit
+    ARGV[7] periodMs
+    ARGV[8] burst
+    ARGV[9] cost
+    ARGV[10] concurrency limit, 0 when none
+    ARGV[11] leaseMs
+    ARGV[12] lease id, used if a lease is granted
 
-  Output: { code, retryAfterMs, probeExpiresAt, <breaker reply tail> }
-    code 1 granted, 2 granted as the probe, 3 breaker_open; -1 where a value does not apply
+  Output: { code, probeExpiresAt, leaseExpiresAt, retryAfterMs, leasesInUse, <breaker reply tail> }
+    code 1 granted, 3 breaker_open, 4 rate_limited, 5 concurrency_limited; -1 where a value
+    does not apply
 ]]
 local rcall = redis.call
 --- @include "clock"
 --- @include "breaker"
+--- @include "gcra"
 
 local halfOpenProbes = tonumber(ARGV[2])
 local probeLeaseMs = tonumber(ARGV[3])
+local rate, periodMs, burst, cost = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local concurrency, leaseMs, leaseId = tonumber(ARGV[10]), tonumber(ARGV[11]), ARGV[12]
 
 local _, nowMs = serverTime()
 local breaker = breakerLoad(KEYS[1])
@@ -29,21 +43,55 @@ if #breaker.transitions > 0 then
   breakerPublish(ARGV[4], ARGV[5], breaker)
 end
 
-local reply
+local function finish(code, probeExpiresAt, leaseExpiresAt, retryAfterMs, inUse)
+  return breakerReply(breaker, { code, probeExpiresAt, leaseExpiresAt, retryAfterMs, inUse })
+end
+
+-- 1. The breaker.
+local probe = false
 if breaker.state == 'half_open' then
   rcall('ZREMRANGEBYSCORE', KEYS[2], '-inf', nowMs)
-  if rcall('ZCARD', KEYS[2]) < halfOpenProbes then
-    local expiresAt = nowMs + probeLeaseMs
-    rcall('ZADD', KEYS[2], expiresAt, ARGV[1])
-    rcall('PEXPIRE', KEYS[2], probeLeaseMs + 1000)
-    reply = { 2, -1, expiresAt }
-  else
+  if rcall('ZCARD', KEYS[2]) >= halfOpenProbes then
     local earliest = rcall('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-    reply = { 3, math.max(tonumber(earliest[2]) - nowMs, 0), -1 }
+    return finish(3, -1, -1, math.max(tonumber(earliest[2]) - nowMs, 0), -1)
   end
+  probe = true
 elseif blocksCalls(breaker.state) then
-  reply = { 3, breaker.openUntil and math.max(breaker.openUntil - nowMs, 0) or -1, -1 }
-else
-  reply = { 1, -1, -1 }
+  return finish(3, -1, -1, breaker.openUntil and math.max(breaker.openUntil - nowMs, 0) or -1, -1)
 end
-return breakerReply(breaker, reply)
+
+-- 2. The rate limit, decided now and stored only if the call is admitted.
+local rateAllowed, newTat = true, nil
+if rate > 0 then
+  local allowed, _, retryAfterMs, _, tat = gcraTake(rate, periodMs, burst, tonumber(rcall('GET', KEYS[3])), nowMs, cost)
+  if not allowed then
+    return finish(4, -1, -1, retryAfterMs, -1)
+  end
+  rateAllowed, newTat = allowed, tat
+end
+
+-- 3. The concurrency limit.
+local leaseExpiresAt, inUse = -1, -1
+if concurrency > 0 then
+  rcall('ZREMRANGEBYSCORE', KEYS[4], '-inf', nowMs)
+  inUse = rcall('ZCARD', KEYS[4])
+  if inUse >= concurrency then
+    local earliest = rcall('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
+    return finish(5, -1, -1, math.max(tonumber(earliest[2]) - nowMs, 0), inUse)
+  end
+  leaseExpiresAt = nowMs + leaseMs
+  rcall('ZADD', KEYS[4], leaseExpiresAt, leaseId)
+  rcall('PEXPIRE', KEYS[4], leaseMs + 1000)
+  inUse = inUse + 1
+end
+
+if rateAllowed and newTat then
+  gcraSave(KEYS[3], newTat, nowMs)
+end
+local probeExpiresAt = -1
+if probe then
+  probeExpiresAt = nowMs + probeLeaseMs
+  rcall('ZADD', KEYS[2], probeExpiresAt, ARGV[1])
+  rcall('PEXPIRE', KEYS[2], probeLeaseMs + 1000)
+end
+return finish(1, probeExpiresAt, leaseExpiresAt, -1, inUse)

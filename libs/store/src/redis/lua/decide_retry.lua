@@ -1,10 +1,11 @@
 --[[
-  Decides one retry: the breaker first, then the deadline, then the dependency's fleet-wide
-  budget, and counts the retry when granted.
+  Decides one retry: the breaker first, then the deadline (the delay plus the fleet's p99 must
+  fit in it), then the dependency's fleet-wide budget, and counts the retry when granted.
 
   Input:
     KEYS[1] budget window hash
     KEYS[2] breaker hash
+    KEYS[3] latency window hash
     ARGV[1] ratio
     ARGV[2] minRetriesPerSecond
     ARGV[3] windowSeconds
@@ -12,6 +13,7 @@
     ARGV[5] deadlineMs: the caller's remaining deadline, -1 when none
     ARGV[6] event channel
     ARGV[7] dependency name
+    ARGV[8] latency windowSeconds (the breaker window)
 
   Output: { code, retries, requests, limit, <breaker reply tail> } after the decision
     code 1 granted, 2 budget_exhausted, 3 deadline_exceeded, 4 breaker_open
@@ -21,6 +23,7 @@ local rcall = redis.call
 --- @include "window"
 --- @include "budget"
 --- @include "breaker"
+--- @include "latency"
 
 local key = KEYS[1]
 local ratio = tonumber(ARGV[1])
@@ -41,10 +44,15 @@ local sums = windowSum(key, BUDGET_FIELDS, second, windowSeconds)
 local requests, retries = sums[1], sums[2]
 local limit = budgetLimit(ratio, minRetriesPerSecond, windowSeconds, requests)
 
+-- The fleet's p99 latency over the breaker window; 0 while nothing is known.
+local function fleetP99()
+  return latencyQuantile(windowSum(KEYS[3], LATENCY_FIELDS, second, tonumber(ARGV[8])), 0.99) or 0
+end
+
 local code = 1
 if blocksCalls(breaker.state) then
   code = 4
-elseif deadlineMs >= 0 and delayMs > deadlineMs then
+elseif deadlineMs >= 0 and delayMs + fleetP99() > deadlineMs then
   code = 3
 elseif retries + 1 > limit then
   code = 2

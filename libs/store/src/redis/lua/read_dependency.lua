@@ -1,11 +1,12 @@
 --[[
-  Reads a dependency: its retry budget, its outcome totals and its breaker (settling time-based
-  transitions and pruning buckets that aged out).
+  Reads a dependency: its retry budget, its outcome totals, its latency histogram and its breaker
+  (settling time-based transitions and pruning buckets that aged out).
 
   Input:
     KEYS[1] budget window hash
     KEYS[2] outcome window hash
     KEYS[3] breaker hash
+    KEYS[4] latency window hash
     ARGV[1] ratio
     ARGV[2] minRetriesPerSecond
     ARGV[3] budget windowSeconds
@@ -13,7 +14,8 @@
     ARGV[5] event channel
     ARGV[6] dependency name
 
-  Output: { retries, requests, limit, successes, failures, slow, <breaker reply tail> }
+  Output: { retries, requests, limit, successes, failures, slow, <one count per latency bucket>,
+    <breaker reply tail> }
 ]]
 local rcall = redis.call
 --- @include "clock"
@@ -21,6 +23,7 @@ local rcall = redis.call
 --- @include "budget"
 --- @include "outcomes"
 --- @include "breaker"
+--- @include "latency"
 
 local ratio = tonumber(ARGV[1])
 local minRetriesPerSecond = tonumber(ARGV[2])
@@ -36,7 +39,11 @@ if #breaker.transitions > 0 then
 end
 local budget = windowSum(KEYS[1], BUDGET_FIELDS, second, budgetWindow)
 local outcomes = windowSum(KEYS[2], OUTCOME_FIELDS, second, outcomeWindow)
-return breakerReply(breaker, {
+local reply = {
   budget[2], budget[1], budgetLimit(ratio, minRetriesPerSecond, budgetWindow, budget[1]),
   outcomes[1], outcomes[2], outcomes[3],
-})
+}
+for _, count in ipairs(windowSum(KEYS[4], LATENCY_FIELDS, second, outcomeWindow)) do
+  reply[#reply + 1] = count
+end
+return breakerReply(breaker, reply)

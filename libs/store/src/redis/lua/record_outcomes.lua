@@ -9,6 +9,7 @@
     KEYS[3] breaker hash
     KEYS[4] failing reporters sorted set (member: reporter, score: last failed or slow call, epoch ms)
     KEYS[5] probe leases sorted set (member: token, score: expiry in epoch ms)
+    KEYS[6] latency window hash
     ARGV[1] requests (first attempts)
     ARGV[2] successes
     ARGV[3] failures
@@ -18,7 +19,9 @@
     ARGV[7] event channel
     ARGV[8] dependency name
     ARGV[9..18] breaker policy (BREAKER_POLICY_ARGS order)
-    ARGV[19..] probe outcomes as token, success (1 or 0) pairs
+    ARGV[19] n: how many latency counts follow (0, or one per fixed bucket)
+    ARGV[20..19+n] latency counts on the fixed bounds
+    ARGV[20+n..] probe outcomes as token, success (1 or 0) pairs
 
   Output: <breaker reply tail> after the batch
 ]]
@@ -28,6 +31,7 @@ local rcall = redis.call
 --- @include "budget"
 --- @include "outcomes"
 --- @include "breaker"
+--- @include "latency"
 
 local requests = tonumber(ARGV[1])
 local successes = tonumber(ARGV[2])
@@ -37,6 +41,8 @@ local budgetWindow = tonumber(ARGV[5])
 local reporter = ARGV[6]
 local policy = breakerPolicy(9)
 local outcomeWindow = policy.windowSeconds
+local latencyCount = tonumber(ARGV[19])
+local firstProbe = 20 + latencyCount
 
 local second, nowMs = serverTime()
 local breaker = breakerLoad(KEYS[3])
@@ -44,7 +50,7 @@ breakerSettle(breaker, nowMs)
 
 -- Probe outcomes: only a live lease counts, and only while half-open.
 rcall('ZREMRANGEBYSCORE', KEYS[5], '-inf', nowMs)
-for i = 19, #ARGV, 2 do
+for i = firstProbe, #ARGV, 2 do
   if breaker.state == 'half_open' and rcall('ZREM', KEYS[5], ARGV[i]) == 1 then
     if ARGV[i + 1] == '1' then
       if breaker.successes + 1 >= policy.closeAfterSuccesses then
@@ -58,13 +64,21 @@ for i = 19, #ARGV, 2 do
   end
 end
 
+if latencyCount > 0 then
+  local counts = {}
+  for i = 1, latencyCount do
+    counts[i] = tonumber(ARGV[19 + i])
+  end
+  windowPrune(KEYS[6], LATENCY_FIELDS, second, outcomeWindow)
+  windowAdd(KEYS[6], LATENCY_FIELDS, counts, second, outcomeWindow)
+end
 windowPrune(KEYS[1], BUDGET_FIELDS, second, budgetWindow)
 if requests > 0 then
   windowAdd(KEYS[1], BUDGET_FIELDS, { requests, 0 }, second, budgetWindow)
 end
 local entered = #breaker.transitions > 0 and breaker.state
 if entered == 'closed' or entered == 'open' then
-  -- A breaker that just closed or reopened starts from a fresh window.
+  -- A breaker that just closed or reopened starts from a fresh window (latency is kept).
   rcall('DEL', KEYS[2], KEYS[4], KEYS[5])
 else
   windowPrune(KEYS[2], OUTCOME_FIELDS, second, outcomeWindow)
