@@ -2,6 +2,7 @@ import type { Cluster } from 'ioredis';
 import { createRedisClient } from '@sluice/store';
 import { redisStoreUnderTest } from '../../libs/store/test/redis-under-test';
 import { describeBreakerConformance } from '../../libs/store/test/breaker-conformance';
+import { describeLimitsConformance } from '../../libs/store/test/limits-conformance';
 import { describeStoreConformance } from '../../libs/store/test/store-conformance';
 import { startCoordinator, type RunningCoordinator } from '../support/coordinator';
 import { RedisClusterProcess } from '../support/redis-cluster';
@@ -29,6 +30,9 @@ describeStoreConformance('RedisStore (3-master Cluster)', async () =>
 );
 describeBreakerConformance('RedisStore (3-master Cluster)', async () =>
   redisStoreUnderTest({ clusterNodes: (await startedCluster()).nodes }, 'cluster-breakers'),
+);
+describeLimitsConformance('RedisStore (3-master Cluster)', async () =>
+  redisStoreUnderTest({ clusterNodes: (await startedCluster()).nodes }, 'cluster-limits'),
 );
 
 describe('retry budget end to end on Redis Cluster', () => {

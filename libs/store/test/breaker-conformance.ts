@@ -211,6 +211,24 @@ export function describeBreakerConformance(label: string, open: () => Promise<St
       expect(lapsed.breaker.transitions).toEqual([{ from: 'forced_open', to: 'closed' }]);
     });
 
+    it('forgets the end and the reason of a state it leaves', async () => {
+      const ref = freshRef();
+      await store.setBreaker(ref, { action: 'force_close', reason: 'canary is fine', durationMs: 60_000 });
+      const tripped = await store.setBreaker(ref, { action: 'trip', reason: 'until reset' });
+      expect(tripped.record).toMatchObject({ state: 'forced_open', openUntil: null, reason: 'until reset' });
+      expect((await read(ref)).breaker.record).toMatchObject({
+        state: 'forced_open',
+        openUntil: null,
+        reason: 'until reset',
+      });
+      await store.setBreaker(ref, { action: 'reset' });
+      expect((await read(ref)).breaker.record).toMatchObject({ state: 'closed', openUntil: null, reason: null });
+
+      const halfOpen = await halfOpenBreaker();
+      const settled = await read(halfOpen);
+      expect(settled.breaker.record).toMatchObject({ state: 'half_open', openUntil: null });
+    });
+
     it('stays forced closed whatever the window says, until reset', async () => {
       const ref = freshRef();
       await store.setBreaker(ref, { action: 'force_close', reason: 'known flaky, keep calling' });

@@ -1,6 +1,7 @@
 import { ManualClock } from '@sluice/core';
 import { MemoryStore } from '../src';
 import { describeBreakerConformance } from './breaker-conformance';
+import { describeLimitsConformance } from './limits-conformance';
 import { describeStoreConformance, type StoreUnderTest } from './store-conformance';
 
 const memoryStore = async (): Promise<StoreUnderTest> => {
@@ -14,3 +15,4 @@ const memoryStore = async (): Promise<StoreUnderTest> => {
 
 describeStoreConformance('MemoryStore', memoryStore);
 describeBreakerConformance('MemoryStore', memoryStore);
+describeLimitsConformance('MemoryStore', memoryStore);

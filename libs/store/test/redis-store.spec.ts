@@ -4,6 +4,7 @@ import { RedisStore, SluiceKeys } from '../src';
 import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../../../test/support/redis';
 import { redisStoreUnderTest } from './redis-under-test';
 import { describeBreakerConformance } from './breaker-conformance';
+import { describeLimitsConformance } from './limits-conformance';
 import { batch, describeStoreConformance } from './store-conformance';
 
 describeStoreConformance('RedisStore (standalone)', () =>

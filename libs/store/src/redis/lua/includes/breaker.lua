@@ -74,9 +74,10 @@ end
 -- Writes the record back. A closed breaker lives a day; a forced state without expiry until reset.
 local function breakerSave(key, b, nowMs)
   rcall('HSET', key, 'state', b.state, 'opens', b.opens, 'successes', b.successes)
-  for field, value in pairs({ since = b.since, openUntil = b.openUntil, reason = b.reason }) do
-    if value then
-      rcall('HSET', key, field, value)
+  -- A fixed list: pairs() would skip the nil values whose fields must be deleted.
+  for _, field in ipairs({ 'since', 'openUntil', 'reason' }) do
+    if b[field] then
+      rcall('HSET', key, field, b[field])
     else
       rcall('HDEL', key, field)
     end

@@ -1,0 +1,151 @@
+import { LATENCY_BOUNDS_MS, fixedBucketOf } from '@sluice/core';
+import { DEFAULT_DEPENDENCY_POLICY, type ConcurrencyPolicy, type RateLimitPolicy } from '@sluice/protocol';
+import type { AdmitRequest, DependencyRef, Store } from '../src';
+import { batch, type StoreUnderTest } from './store-conformance';
+
+const HOUR = 3_600_000;
+const BREAKER = DEFAULT_DEPENDENCY_POLICY.breaker;
+const BUDGET = DEFAULT_DEPENDENCY_POLICY.retryBudget;
+
+let sequence = 0;
+const freshRef = (): DependencyRef => ({ namespace: 'limits', dependency: `dep-${++sequence}` });
+const freshLimit = () => ({ namespace: 'limits', limit: `limit-${++sequence}`, key: 'user-42' });
+
+/** Rate limits (named and a dependency's), concurrency leases and latency percentiles, alike on every Store. */
+export function describeLimitsConformance(label: string, open: () => Promise<StoreUnderTest>): void {
+  describe(`Limits conformance: ${label}`, () => {
+    let subject: StoreUnderTest;
+    let store: Store;
+    beforeAll(async () => {
+      subject = await open();
+      store = subject.store;
+    });
+    afterAll(() => subject.cleanup());
+
+    const admit = (
+      ref: DependencyRef,
+      limits: { rateLimit?: RateLimitPolicy; concurrency?: ConcurrencyPolicy; cost?: number },
+    ) => {
+      const request: AdmitRequest = {
+        breaker: BREAKER,
+        probeToken: `probe-${++sequence}`,
+        rateLimit: limits.rateLimit ?? null,
+        cost: limits.cost ?? 1,
+        concurrency: limits.concurrency ?? null,
+        leaseId: `lease-${++sequence}`,
+      };
+      return store.admit(ref, request);
+    };
+
+    it('grants exactly the burst of a slow named limit, counting remaining down', async () => {
+      const ref = freshLimit();
+      const policy = { rate: 100, periodMs: HOUR, burst: 100 };
+      const answers = [];
+      for (let i = 0; i < 105; i++) answers.push(await store.takeRateLimit(ref, policy, 1));
+      expect(answers.filter((answer) => answer.allow)).toHaveLength(100);
+      expect(answers.slice(0, 3).map((answer) => answer.remaining)).toEqual([99, 98, 97]);
+      expect(answers[99]).toMatchObject({ allow: true, remaining: 0, limit: 100 });
+      const denied = answers[100];
+      expect(denied).toMatchObject({ allow: false, remaining: 0, limit: 100 });
+      expect(denied.retryAfterMs).toBeGreaterThan(35_000);
+      expect(denied.retryAfterMs).toBeLessThanOrEqual(36_000);
+      // Another key of the same limit has its own burst.
+      expect((await store.takeRateLimit({ ...ref, key: 'user-43' }, policy, 1)).allow).toBe(true);
+    });
+
+    it('grants exactly the burst under concurrent takes', async () => {
+      const ref = freshLimit();
+      const policy = { rate: 50, periodMs: HOUR, burst: 50 };
+      const answers = await Promise.all(Array.from({ length: 200 }, () => store.takeRateLimit(ref, policy, 1)));
+      expect(answers.filter((answer) => answer.allow)).toHaveLength(50);
+    });
+
+    it('grants a denied take once its Retry-After has passed, and charges the cost', async () => {
+      const ref = freshLimit();
+      const policy = { rate: 10, periodMs: 1000, burst: 5 };
+      expect((await store.takeRateLimit(ref, policy, 5)).allow).toBe(true);
+      const denied = await store.takeRateLimit(ref, policy, 2);
+      expect(denied.allow).toBe(false);
+      expect(denied.retryAfterMs).toBeGreaterThan(100);
+      expect(denied.retryAfterMs).toBeLessThanOrEqual(200);
+      await subject.pass(denied.retryAfterMs + 20);
+      expect((await store.takeRateLimit(ref, policy, 2)).allow).toBe(true);
+    });
+
+    it("enforces a dependency's rate limit in admit, and a refused admit takes nothing", async () => {
+      const ref = freshRef();
+      const rateLimit = { rate: 3, periodMs: HOUR, burst: 3 };
+      await store.setBreaker(ref, { action: 'trip', reason: 'test' });
+      for (let i = 0; i < 5; i++) expect((await admit(ref, { rateLimit })).verdict).toBe('breaker_open');
+      await store.setBreaker(ref, { action: 'reset' });
+      const verdicts = [];
+      for (let i = 0; i < 4; i++) verdicts.push((await admit(ref, { rateLimit })).verdict);
+      expect(verdicts).toEqual(['granted', 'granted', 'granted', 'rate_limited']);
+      const refused = await admit(ref, { rateLimit });
+      expect(refused.retryAfterMs).toBeGreaterThan(0);
+    });
+
+    it('holds at most the concurrency limit, frees a released or expired lease, and renews a live one', async () => {
+      const ref = freshRef();
+      const concurrency = { limit: 2, leaseMs: 300 };
+      const rateLimit = { rate: 3, periodMs: HOUR, burst: 3 };
+      const first = await admit(ref, { concurrency, rateLimit });
+      const second = await admit(ref, { concurrency, rateLimit });
+      expect([first.lease, second.lease].every(Boolean)).toBe(true);
+      expect(second.leasesInUse).toBe(2);
+      const full = await admit(ref, { concurrency, rateLimit });
+      expect(full).toMatchObject({ verdict: 'concurrency_limited', leasesInUse: 2 });
+      expect(full.retryAfterMs).toBeGreaterThan(0);
+      expect(await store.releaseLease(ref, first.lease!.id)).toEqual({ released: true, leasesInUse: 1 });
+      expect(await store.releaseLease(ref, first.lease!.id)).toEqual({ released: false, leasesInUse: 1 });
+      // The refused admit took no rate: one token of the burst of 3 is left.
+      const third = await admit(ref, { concurrency, rateLimit });
+      expect(third.verdict).toBe('granted');
+      expect((await admit(ref, { concurrency: { limit: 5, leaseMs: 300 }, rateLimit })).verdict).toBe('rate_limited');
+
+      const renewed = await store.renewLease(ref, third.lease!.id, 1000);
+      expect(renewed.expiresAt).toBeGreaterThan(third.lease!.expiresAt);
+      await subject.pass(350);
+      // second expired (a crashed holder frees its slot); third was renewed.
+      expect(await store.renewLease(ref, second.lease!.id, 1000)).toEqual({ expiresAt: null, leasesInUse: 1 });
+      expect((await admit(ref, { concurrency })).verdict).toBe('granted');
+      expect((await admit(ref, { concurrency })).verdict).toBe('concurrency_limited');
+    });
+
+    it('holds the concurrency limit under concurrent admits', async () => {
+      const ref = freshRef();
+      const answers = await Promise.all(
+        Array.from({ length: 50 }, () => admit(ref, { concurrency: { limit: 10, leaseMs: 5000 } })),
+      );
+      expect(answers.filter((answer) => answer.lease)).toHaveLength(10);
+    });
+
+    it('merges reported latency into fleet counts, and denies a retry whose delay plus p99 passes the deadline', async () => {
+      const ref = freshRef();
+      const counts = new Array(LATENCY_BOUNDS_MS.length + 1).fill(0);
+      counts[fixedBucketOf(20)] = 90;
+      counts[fixedBucketOf(500)] = 10;
+      await store.recordOutcomes(
+        ref,
+        { ...batch({ requests: 100, successes: 100 }), latency: counts },
+        {
+          budgetWindowSeconds: 10,
+          breaker: BREAKER,
+        },
+      );
+      await store.recordOutcomes(
+        ref,
+        { ...batch({ successes: 100 }), latency: counts },
+        { budgetWindowSeconds: 10, breaker: BREAKER },
+      );
+      const { latency } = await store.readDependency(ref, { budget: BUDGET, outcomeWindowSeconds: 10 });
+      expect(latency[fixedBucketOf(20)]).toBe(180);
+      expect(latency[fixedBucketOf(500)]).toBe(20);
+      expect(latency.reduce((sum, count) => sum + count, 0)).toBe(200);
+      const late = await store.decideRetry(ref, { budget: BUDGET, delayMs: 10, deadlineMs: 400 });
+      expect(late.verdict).toBe('deadline_exceeded');
+      const inTime = await store.decideRetry(ref, { budget: BUDGET, delayMs: 10, deadlineMs: 510 });
+      expect(inTime.verdict).toBe('granted');
+    });
+  });
+}
