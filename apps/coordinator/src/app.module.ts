@@ -2,12 +2,15 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { BreakersAdminController } from './admin/breakers-admin.controller';
 import { BreakersAdminService } from './admin/breakers-admin.service';
+import { PoliciesController } from './admin/policies.controller';
 import { AuditController } from './audit/audit.controller';
 import { AuditService } from './audit/audit.service';
 import { AuthGuard } from './auth/auth.guard';
 import { AdmitController } from './breakers/admit.controller';
 import { AdmitService } from './breakers/admit.service';
 import { BreakerMetrics } from './breakers/breaker-metrics';
+import { LeasesController } from './breakers/leases.controller';
+import { LeasesService } from './breakers/leases.service';
 import { TokenRegistry } from './auth/token-registry';
 import { DependencyViewController } from './budgets/dependency-view.controller';
 import { DependencyViewService } from './budgets/dependency-view.service';
@@ -26,6 +29,8 @@ import { HealthController } from './health/health.controller';
 import { MetricsController } from './metrics/metrics.controller';
 import { MetricsService } from './metrics/metrics.service';
 import type { PoliciesFile } from './policies/policies-file';
+import { PolicyAdminService } from './policies/policy-admin.service';
+import { PolicySeeder } from './policies/policy-seeder';
 import { POLICIES_FILE, PolicyService } from './policies/policy.service';
 import { StoreLifecycle } from './store/store-lifecycle';
 import { storeProvider } from './store/store.provider';
@@ -46,8 +51,10 @@ export class AppModule {
         ReportsController,
         DependencyViewController,
         AdmitController,
+        LeasesController,
         EventsController,
         BreakersAdminController,
+        PoliciesController,
         AuditController,
         HealthController,
         MetricsController,
@@ -61,10 +68,13 @@ export class AppModule {
         ReportsService,
         DependencyViewService,
         AdmitService,
+        LeasesService,
         BreakerMetrics,
         BreakersAdminService,
         EventStreamService,
         AuditService,
+        PolicyAdminService,
+        PolicySeeder,
         { provide: POLICIES_FILE, useValue: policies },
         { provide: TokenRegistry, useValue: new TokenRegistry(config.tokens) },
         { provide: APP_GUARD, useClass: AuthGuard },

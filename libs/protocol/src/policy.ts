@@ -96,3 +96,29 @@ export function mergeDependencyPolicy(
     concurrency: override.concurrency === undefined ? base.concurrency : override.concurrency,
   };
 }
+
+/** A queue's delivery policy (API.md §Policy document): attempts before dead-lettering, and the redelivery backoff. */
+export interface QueuePolicy {
+  maxAttempts: number;
+  backoff: BackoffPolicy;
+}
+
+/** A partial queue policy: any omitted field takes the default. */
+export type QueuePolicyOverride = {
+  maxAttempts?: number;
+  backoff?: Partial<BackoffPolicy>;
+};
+
+export const DEFAULT_QUEUE_POLICY: Readonly<QueuePolicy> = Object.freeze({
+  maxAttempts: 5,
+  backoff: { baseMs: 1000, capMs: 60000, jitter: 'full' },
+} as QueuePolicy);
+
+/** Overlays `override` on `base`. */
+export function mergeQueuePolicy(base: QueuePolicy, override: QueuePolicyOverride | undefined): QueuePolicy {
+  if (!override) return base;
+  return {
+    maxAttempts: override.maxAttempts ?? base.maxAttempts,
+    backoff: { ...base.backoff, ...override.backoff },
+  };
+}

@@ -10,7 +10,7 @@ export class AdmitController {
 
   @Post()
   @HttpCode(200)
-  admit(@Param() params: DependencyParams, @Body() _body: AdmitRequestDto): Promise<AdmitDecision> {
-    return this.admissions.admit({ namespace: params.ns, dependency: params.dep });
+  admit(@Param() params: DependencyParams, @Body() body: AdmitRequestDto = {}): Promise<AdmitDecision> {
+    return this.admissions.admit({ namespace: params.ns, dependency: params.dep }, body.cost);
   }
 }

@@ -1,5 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { DependencyView } from '@sluice/protocol';
+import { latencyQuantile } from '@sluice/core';
+import type { DependencyView, LatencySummary } from '@sluice/protocol';
+import { MetricsService } from '../metrics/metrics.service';
 import type { DependencyRef, Store } from '@sluice/store';
 import { BreakerMetrics } from '../breakers/breaker-metrics';
 import { readPolicyOf } from '../dependencies/read-policy';
@@ -13,12 +15,34 @@ export class DependencyViewService {
     @Inject(STORE) private readonly store: Store,
     private readonly policies: PolicyService,
     private readonly breakerMetrics: BreakerMetrics,
+    private readonly metrics: MetricsService,
   ) {}
+
+  /** p50, p95 and p99 as the upper bounds of their fixed buckets, also exported as gauges. */
+  private percentiles(ref: DependencyRef, counts: number[]): LatencySummary {
+    const summary: LatencySummary = {
+      p50: latencyQuantile(counts, 0.5),
+      p95: latencyQuantile(counts, 0.95),
+      p99: latencyQuantile(counts, 0.99),
+      count: counts.reduce((sum, count) => sum + count, 0),
+    };
+    for (const [quantile, value] of [
+      ['0.5', summary.p50],
+      ['0.95', summary.p95],
+      ['0.99', summary.p99],
+    ] as const) {
+      const labels = { namespace: ref.namespace, dependency: ref.dependency, quantile };
+      if (value === null) this.metrics.dependencyLatency.remove(labels);
+      else this.metrics.dependencyLatency.set(labels, value / 1000);
+    }
+    return summary;
+  }
 
   async read(ref: DependencyRef): Promise<DependencyView> {
     const policy = await this.policies.forDependency(ref.namespace, ref.dependency);
-    const { budget, outcomes, breaker } = await this.store.readDependency(ref, readPolicyOf(policy));
+    const { budget, outcomes, breaker, latency } = await this.store.readDependency(ref, readPolicyOf(policy));
     this.breakerMetrics.observe(ref, breaker);
+    const percentiles = this.percentiles(ref, latency);
     const calls = outcomes.successes + outcomes.failures;
     return {
       namespace: ref.namespace,
@@ -32,7 +56,7 @@ export class DependencyViewService {
         calls,
       },
       budget,
-      latency: { p50: null, p95: null, p99: null, count: 0 },
+      latency: percentiles,
       policy,
     };
   }

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { DependencyReport, ReportRequest, ReportResponse } from '@sluice/protocol';
+import { LATENCY_BOUNDS_MS, rebucket } from '@sluice/core';
+import type { DependencyReport, LatencyHistogram, ReportRequest, ReportResponse } from '@sluice/protocol';
 import type { Store } from '@sluice/store';
 import { validationFailed } from '../common/api-error';
 import { BreakerMetrics } from '../breakers/breaker-metrics';
@@ -38,6 +39,7 @@ export class ReportsService {
             failures: entry.failures,
             slow: entry.slow,
             probes: entry.probes ?? [],
+            latency: entry.latency && rebucket(entry.latency.boundsMs, entry.latency.counts),
           },
           { budgetWindowSeconds: policy.retryBudget.windowSeconds, breaker: policy.breaker },
         );
@@ -47,6 +49,14 @@ export class ReportsService {
     );
     return response;
   }
+}
+
+/** Two reported histograms as one, on the fixed bounds. */
+function mergeHistograms(a?: LatencyHistogram, b?: LatencyHistogram): LatencyHistogram | undefined {
+  if (!a || !b) return a ?? b;
+  const left = rebucket(a.boundsMs, a.counts);
+  const right = rebucket(b.boundsMs, b.counts);
+  return { boundsMs: [...LATENCY_BOUNDS_MS], counts: left.map((count, i) => count + right[i]) };
 }
 
 /** Entries for the same dependency in one batch are added together. */
@@ -63,6 +73,7 @@ function mergeByDependency(entries: DependencyReport[]): Array<{ entry: Dependen
     existing.entry.failures += entry.failures;
     existing.entry.slow += entry.slow;
     existing.entry.probes = [...(existing.entry.probes ?? []), ...(entry.probes ?? [])];
+    existing.entry.latency = mergeHistograms(existing.entry.latency, entry.latency);
   });
   return [...merged.values()];
 }

@@ -47,12 +47,16 @@ export class RetryService {
         budget: policy.retryBudget,
         delayMs,
         deadlineMs: request.deadlineMs,
+        latencyWindowSeconds: policy.breaker.windowSeconds,
       });
       ({ verdict: reason, budget, breaker } = outcome);
     }
     this.breakerMetrics.observe(ref, breaker);
     this.metrics.retryDecisions.inc({ namespace: ref.namespace, dependency: ref.dependency, result: reason });
     const shadow = policy.mode === 'shadow' && !ALWAYS_ENFORCED.has(reason);
+    if (shadow && reason !== 'granted') {
+      this.metrics.shadowDenials.inc({ namespace: ref.namespace, dependency: ref.dependency, kind: 'retry' });
+    }
     return {
       allow: reason === 'granted' || shadow,
       reason,

@@ -60,6 +60,34 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly concurrencyInUse = new Gauge({
+    name: 'sluice_concurrency_in_use',
+    help: 'Concurrency leases held fleet-wide for a dependency, as of the last admit or release here.',
+    labelNames: ['namespace', 'dependency'] as const,
+    registers: [this.registry],
+  });
+
+  readonly rateLimitDecisions = new Counter({
+    name: 'sluice_rate_limit_decisions_total',
+    help: 'Named rate limit takes, by namespace, limit and result (granted or rate_limited).',
+    labelNames: ['namespace', 'limit', 'result'] as const,
+    registers: [this.registry],
+  });
+
+  readonly shadowDenials = new Counter({
+    name: 'sluice_shadow_denials_total',
+    help: 'Decisions a shadow-mode policy allowed that enforcement would have denied, by kind (retry, admit, take).',
+    labelNames: ['namespace', 'dependency', 'kind'] as const,
+    registers: [this.registry],
+  });
+
+  readonly dependencyLatency = new Gauge({
+    name: 'sluice_dependency_latency_seconds',
+    help: 'Fleet latency percentiles of a dependency as last served here (quantile 0.5, 0.95, 0.99).',
+    labelNames: ['namespace', 'dependency', 'quantile'] as const,
+    registers: [this.registry],
+  });
+
   readonly sseClients = new Gauge({
     name: 'sluice_event_stream_clients',
     help: 'Server-Sent Events streams open on this instance.',

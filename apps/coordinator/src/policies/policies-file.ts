@@ -1,28 +1,48 @@
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import { RESOURCE_NAME_PATTERN, type DependencyPolicyOverride } from '@sluice/protocol';
+import {
+  DEFAULT_DEPENDENCY_POLICY,
+  RESOURCE_NAME_PATTERN,
+  mergeDependencyPolicy,
+  type DependencyPolicy,
+  type DependencyPolicyOverride,
+  type QueuePolicyOverride,
+  type RateLimitPolicy,
+} from '@sluice/protocol';
 import { ConfigError } from '../config/config-error';
-import { validatePolicyOverride } from './policy-validation';
+import type { FieldProblem } from '../config/validation-messages';
+import { validatePolicyOverride, validateQueuePolicy, validateRateLimit, type Validation } from './policy-validation';
 
 const VARIABLE = 'SLUICE_POLICIES_FILE';
 
 /**
  * The policies file (YAML or JSON):
  * ```yaml
- * default: { retryBudget: { ratio: 0.2 } }        # every namespace
- * namespaces:
+ * default: { retryBudget: { ratio: 0.2 } }        # every namespace, kept in each instance
+ * namespaces:                                     # seeded into the store at boot
  *   shop:
  *     default: { backoff: { jitter: decorrelated } }
  *     dependencies:
  *       payments-api: { retryBudget: { maxAttempts: 2 } }
+ *     limits:
+ *       checkout: { rate: 100, periodMs: 1000, burst: 20 }
+ *     queues:
+ *       emails: { maxAttempts: 8, backoff: { baseMs: 2000 } }
  * ```
+ * The top-level `default` is read by every instance from its own copy of the file. The documents
+ * under `namespaces` are written to the store at boot only where the store has none, so once
+ * there they belong to the admin API: a later edit of the file does not replace them.
  */
 export interface PoliciesFile {
   default?: DependencyPolicyOverride;
-  namespaces: Record<
-    string,
-    { default?: DependencyPolicyOverride; dependencies: Record<string, DependencyPolicyOverride> }
-  >;
+  namespaces: Record<string, NamespacePoliciesFile>;
+}
+
+export interface NamespacePoliciesFile {
+  default?: DependencyPolicyOverride;
+  dependencies: Record<string, DependencyPolicyOverride>;
+  limits?: Record<string, RateLimitPolicy>;
+  queues?: Record<string, QueuePolicyOverride>;
 }
 
 export function readPoliciesFile(path: string): PoliciesFile {
@@ -40,34 +60,66 @@ export function parsePolicies(document: unknown, source: string): PoliciesFile {
   allowOnly(root, ['default', 'namespaces'], '', source);
   const file: PoliciesFile = { namespaces: {} };
   if (root.default !== undefined) file.default = policyAt(root.default, 'default.', source);
+  // Rules across fields are checked on what each document is overlaid on: the file's default for
+  // a namespace default, and that namespace default for its dependencies.
+  const fileBase = mergeDependencyPolicy(DEFAULT_DEPENDENCY_POLICY, file.default);
   const namespaces = root.namespaces === undefined ? {} : asRecord(root.namespaces, 'namespaces', source);
   for (const [namespace, value] of Object.entries(namespaces)) {
     const path = `namespaces.${namespace}`;
     checkName(namespace, path, source);
     const entry = asRecord(value, path, source);
-    allowOnly(entry, ['default', 'dependencies'], `${path}.`, source);
-    const dependencies: Record<string, DependencyPolicyOverride> = {};
-    const listed = entry.dependencies === undefined ? {} : asRecord(entry.dependencies, `${path}.dependencies`, source);
-    for (const [dependency, policy] of Object.entries(listed)) {
-      const dependencyPath = `${path}.dependencies.${dependency}`;
-      checkName(dependency, dependencyPath, source);
-      dependencies[dependency] = policyAt(policy, `${dependencyPath}.`, source);
-    }
+    allowOnly(entry, ['default', 'dependencies', 'limits', 'queues'], `${path}.`, source);
+    const namespaceDefault =
+      entry.default === undefined ? undefined : policyAt(entry.default, `${path}.default.`, source, fileBase);
+    const namespaceBase = mergeDependencyPolicy(fileBase, namespaceDefault);
     file.namespaces[namespace] = {
-      default: entry.default === undefined ? undefined : policyAt(entry.default, `${path}.default.`, source),
-      dependencies,
+      default: namespaceDefault,
+      dependencies: namedDocuments(entry.dependencies, `${path}.dependencies`, source, (document, at) =>
+        policyAt(document, at, source, namespaceBase),
+      ),
+      limits: namedDocuments(entry.limits, `${path}.limits`, source, (document, at) =>
+        checked(validateRateLimit(document, at), source),
+      ),
+      queues: namedDocuments(entry.queues, `${path}.queues`, source, (document, at) =>
+        checked(validateQueuePolicy(document, at), source),
+      ),
     };
   }
   return file;
 }
 
-function policyAt(value: unknown, path: string, source: string): DependencyPolicyOverride {
-  const result = validatePolicyOverride(value, path);
-  if (!result.ok) {
-    const [problem] = result.problems;
-    throw new ConfigError(VARIABLE, `${source}: ${problem.field}: ${problem.message}`);
+/** A mapping of named documents (dependencies, limits or queues), each name and document checked. */
+function namedDocuments<T>(
+  value: unknown,
+  path: string,
+  source: string,
+  parse: (document: unknown, path: string) => T,
+): Record<string, T> {
+  const documents: Record<string, T> = {};
+  const listed = value === undefined ? {} : asRecord(value, path, source);
+  for (const [name, document] of Object.entries(listed)) {
+    checkName(name, `${path}.${name}`, source);
+    documents[name] = parse(document, `${path}.${name}.`);
   }
+  return documents;
+}
+
+function policyAt(
+  value: unknown,
+  path: string,
+  source: string,
+  base: DependencyPolicy = DEFAULT_DEPENDENCY_POLICY,
+): DependencyPolicyOverride {
+  return checked(validatePolicyOverride(value, path, base), source);
+}
+
+function checked<T>(result: Validation<T>, source: string): T {
+  if (!result.ok) throw new ConfigError(VARIABLE, `${source}: ${problemText(result.problems[0])}`);
   return result.policy;
+}
+
+function problemText(problem: FieldProblem): string {
+  return `${problem.field}: ${problem.message}`;
 }
 
 function asRecord(value: unknown, path: string, source: string): Record<string, unknown> {

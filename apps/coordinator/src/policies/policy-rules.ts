@@ -1,14 +1,22 @@
-import type { DependencyPolicy } from '@sluice/protocol';
+import type { BackoffPolicy, DependencyPolicy, QueuePolicy } from '@sluice/protocol';
 import type { FieldProblem } from '../config/validation-messages';
 
 /** Rules across fields of a merged policy, which per-field validation cannot see. */
 export function crossFieldProblems(policy: DependencyPolicy, path = ''): FieldProblem[] {
-  const problems: FieldProblem[] = [];
-  if (policy.backoff.capMs < policy.backoff.baseMs) {
-    problems.push({ field: `${path}backoff.capMs`, message: 'capMs must not be below backoff.baseMs' });
-  }
+  const problems = backoffProblems(policy.backoff, path);
   if (policy.breaker.maxOpenMs < policy.breaker.openMs) {
     problems.push({ field: `${path}breaker.maxOpenMs`, message: 'maxOpenMs must not be below breaker.openMs' });
   }
   return problems;
+}
+
+/** Rules across fields of a merged queue policy. */
+export function queueCrossFieldProblems(policy: QueuePolicy, path = ''): FieldProblem[] {
+  return backoffProblems(policy.backoff, path);
+}
+
+function backoffProblems(backoff: BackoffPolicy, path: string): FieldProblem[] {
+  return backoff.capMs < backoff.baseMs
+    ? [{ field: `${path}backoff.capMs`, message: 'capMs must not be below backoff.baseMs' }]
+    : [];
 }

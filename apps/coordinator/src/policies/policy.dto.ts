@@ -8,6 +8,7 @@ import type {
   DependencyPolicyOverride,
   JitterKind,
   PolicyMode,
+  QueuePolicyOverride,
   RateLimitPolicy,
   RetryBudgetPolicy,
 } from '@sluice/protocol';
@@ -188,4 +189,19 @@ export class DependencyPolicyDto implements DependencyPolicyOverride {
   @ValidateNested()
   @Type(() => ConcurrencyPolicyDto)
   concurrency?: ConcurrencyPolicyDto | null;
+}
+
+/** A queue's document: every field optional, omitted ones take the defaults (API.md §Policy document). */
+export class QueuePolicyDto implements QueuePolicyOverride {
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  maxAttempts?: number;
+
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => BackoffPolicyDto)
+  backoff?: BackoffPolicyDto;
 }
