@@ -26,6 +26,8 @@ import { DependencyRegistry } from './dependencies/dependency-registry.service';
 import { EventsController } from './events/events.controller';
 import { EventStreamService } from './events/event-stream.service';
 import { HealthController } from './health/health.controller';
+import { LimitsController } from './limits/limits.controller';
+import { LimitsService } from './limits/limits.service';
 import { MetricsController } from './metrics/metrics.controller';
 import { MetricsService } from './metrics/metrics.service';
 import type { PoliciesFile } from './policies/policies-file';
@@ -52,6 +54,7 @@ export class AppModule {
         DependencyViewController,
         AdmitController,
         LeasesController,
+        LimitsController,
         EventsController,
         BreakersAdminController,
         PoliciesController,
@@ -69,6 +72,7 @@ export class AppModule {
         DependencyViewService,
         AdmitService,
         LeasesService,
+        LimitsService,
         BreakerMetrics,
         BreakersAdminService,
         EventStreamService,

@@ -5,3 +5,4 @@ export * from './dependency';
 export * from './errors';
 export * from './names';
 export * from './admit';
+export * from './limits';

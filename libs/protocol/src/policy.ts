@@ -36,6 +36,11 @@ export interface RateLimitPolicy {
   burst: number;
 }
 
+/** A named limit's document: a rate limit, enforced or only counted (shadow). */
+export interface NamedLimitPolicy extends RateLimitPolicy {
+  mode?: PolicyMode;
+}
+
 export interface ConcurrencyPolicy {
   limit: number;
   leaseMs: number;

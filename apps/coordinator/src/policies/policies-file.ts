@@ -7,7 +7,7 @@ import {
   type DependencyPolicy,
   type DependencyPolicyOverride,
   type QueuePolicyOverride,
-  type RateLimitPolicy,
+  type NamedLimitPolicy,
 } from '@sluice/protocol';
 import { ConfigError } from '../config/config-error';
 import type { FieldProblem } from '../config/validation-messages';
@@ -41,7 +41,7 @@ export interface PoliciesFile {
 export interface NamespacePoliciesFile {
   default?: DependencyPolicyOverride;
   dependencies: Record<string, DependencyPolicyOverride>;
-  limits?: Record<string, RateLimitPolicy>;
+  limits?: Record<string, NamedLimitPolicy>;
   queues?: Record<string, QueuePolicyOverride>;
 }
 

@@ -8,11 +8,11 @@ import {
   type DependencyPolicy,
   type DependencyPolicyOverride,
   type QueuePolicyOverride,
-  type RateLimitPolicy,
+  type NamedLimitPolicy,
 } from '@sluice/protocol';
 import type { FieldProblem } from '../config/validation-messages';
 import { flattenValidationErrors } from '../config/validation-messages';
-import { DependencyPolicyDto, QueuePolicyDto, RateLimitPolicyDto } from './policy.dto';
+import { DependencyPolicyDto, NamedLimitPolicyDto, QueuePolicyDto } from './policy.dto';
 import { crossFieldProblems, queueCrossFieldProblems } from './policy-rules';
 
 export type Validation<T> = { ok: true; policy: T } | { ok: false; problems: FieldProblem[] };
@@ -34,9 +34,9 @@ export function validatePolicyOverride(
   return crossField.length > 0 ? { ok: false, problems: crossField } : fields;
 }
 
-/** Validates a named limit's document: `rate`, `periodMs` and `burst`, all required. */
-export function validateRateLimit(plain: unknown, path = ''): Validation<RateLimitPolicy> {
-  return validateFields(RateLimitPolicyDto, plain, path);
+/** Validates a named limit's document: `rate`, `periodMs` and `burst`, all required; `mode` optional. */
+export function validateRateLimit(plain: unknown, path = ''): Validation<NamedLimitPolicy> {
+  return validateFields(NamedLimitPolicyDto, plain, path);
 }
 
 /** Validates a queue's document (every field optional; backoff.capMs ≥ baseMs once overlaid on the defaults). */

@@ -7,6 +7,7 @@ import type {
   ConcurrencyPolicy,
   DependencyPolicyOverride,
   JitterKind,
+  NamedLimitPolicy,
   PolicyMode,
   QueuePolicyOverride,
   RateLimitPolicy,
@@ -141,6 +142,12 @@ export class RateLimitPolicyDto implements RateLimitPolicy {
   @Min(1)
   @Max(1_000_000_000)
   burst!: number;
+}
+
+export class NamedLimitPolicyDto extends RateLimitPolicyDto implements NamedLimitPolicy {
+  @IsOptional()
+  @IsIn(['enforce', 'shadow'])
+  mode?: PolicyMode;
 }
 
 export class ConcurrencyPolicyDto implements ConcurrencyPolicy {

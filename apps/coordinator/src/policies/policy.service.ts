@@ -8,7 +8,7 @@ import {
   type DependencyPolicyOverride,
   type QueuePolicy,
   type QueuePolicyOverride,
-  type RateLimitPolicy,
+  type NamedLimitPolicy,
 } from '@sluice/protocol';
 import type { StoreEvent, Store, StoredPolicy, Unsubscribe } from '@sluice/store';
 import { STORE } from '../store/store.provider';
@@ -32,7 +32,7 @@ interface NamespacePolicies {
   /** Built-in defaults ← the file's default ← the namespace default. */
   base: DependencyPolicy;
   dependencies: Map<string, DependencyPolicyOverride>;
-  limits: Map<string, RateLimitPolicy>;
+  limits: Map<string, NamedLimitPolicy>;
   queues: Map<string, QueuePolicyOverride>;
   /** Effective dependency policies, merged on first use. */
   resolved: Map<string, DependencyPolicy>;
@@ -91,7 +91,7 @@ export class PolicyService implements BeforeApplicationShutdown {
   }
 
   /** A named rate limit's policy; undefined when the limit is not defined. */
-  async forLimit(namespace: string, limit: string): Promise<RateLimitPolicy | undefined> {
+  async forLimit(namespace: string, limit: string): Promise<NamedLimitPolicy | undefined> {
     return (await this.namespace(namespace)).limits.get(limit);
   }
 
@@ -143,13 +143,13 @@ export class PolicyService implements BeforeApplicationShutdown {
   private compile(stored: StoredPolicy[]): NamespacePolicies {
     let namespaceDefault: DependencyPolicyOverride | undefined;
     const dependencies = new Map<string, DependencyPolicyOverride>();
-    const limits = new Map<string, RateLimitPolicy>();
+    const limits = new Map<string, NamedLimitPolicy>();
     const queues = new Map<string, QueuePolicyOverride>();
     for (const { kind, name, document } of stored) {
       if (typeof document !== 'object' || document === null) continue;
       if (kind === 'default') namespaceDefault = document as DependencyPolicyOverride;
       else if (kind === 'dep') dependencies.set(name, document as DependencyPolicyOverride);
-      else if (kind === 'limit') limits.set(name, document as RateLimitPolicy);
+      else if (kind === 'limit') limits.set(name, document as NamedLimitPolicy);
       else if (kind === 'queue') queues.set(name, document as QueuePolicyOverride);
     }
     return {

@@ -1,0 +1,20 @@
+import { IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
+import { NamespaceParams } from '../common/params.dto';
+import { RESOURCE_NAME_PATTERN } from '@sluice/protocol';
+
+export class LimitParams extends NamespaceParams {
+  @Matches(RESOURCE_NAME_PATTERN, { message: `must match ${RESOURCE_NAME_PATTERN.source}` })
+  limit!: string;
+}
+
+export class TakeRequestDto {
+  /** Whose allowance this is: a user, a tenant, an IP address. */
+  @Matches(/^[A-Za-z0-9._:@-]{1,200}$/, { message: 'must be 1-200 of A-Z a-z 0-9 . _ : @ -' })
+  key!: string;
+
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000_000)
+  cost?: number;
+}
