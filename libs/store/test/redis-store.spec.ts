@@ -11,6 +11,7 @@ describeStoreConformance('RedisStore (standalone)', () =>
   redisStoreUnderTest({ url: SHARED_REDIS_URL }, 'conformance'),
 );
 describeBreakerConformance('RedisStore (standalone)', () => redisStoreUnderTest({ url: SHARED_REDIS_URL }, 'breakers'));
+describeLimitsConformance('RedisStore (standalone)', () => redisStoreUnderTest({ url: SHARED_REDIS_URL }, 'limits'));
 
 describe('RedisStore keys', () => {
   const prefix = uniquePrefix('keys');
