@@ -1,10 +1,8 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import request from 'supertest';
 import { Redis } from 'ioredis';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { ADMIN_TOKEN, SHOP_TOKEN, bearer, createTestCoordinator } from '../support/coordinator';
+import { ADMIN_TOKEN, SHOP_TOKEN, bearer, createTestCoordinator, writePoliciesFile } from '../support/coordinator';
+import { sleep } from '../support/time';
 import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
 
 /** A fast breaker for namespace shop: opens after 10 calls, 300 ms open (doubling up to 1200), 2 probe successes close it. */
@@ -22,14 +20,6 @@ const POLICIES = {
     },
   },
 };
-
-function policiesFile(): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'sluice-policies-')), 'policies.json');
-  writeFileSync(path, JSON.stringify(POLICIES));
-  return path;
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Lets the breaker's open duration pass (the stores read their own clock, the same host's). */
 const waitPast = (instant: number) => sleep(Math.max(instant - Date.now(), 0) + 60);
@@ -78,7 +68,7 @@ describe.each([
     app = await createTestCoordinator({
       redisUrl: useRedis ? SHARED_REDIS_URL : undefined,
       keyPrefix,
-      policiesFile: policiesFile(),
+      policiesFile: writePoliciesFile(POLICIES),
       storeTimeoutMs: 2000,
       tokens: [ADMIN_TOKEN, SHOP_TOKEN],
     });

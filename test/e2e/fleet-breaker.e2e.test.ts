@@ -1,8 +1,5 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { startCoordinator, type RunningCoordinator } from '../support/coordinator';
+import { startCoordinator, startFleet, writePoliciesFile, type RunningCoordinator } from '../support/coordinator';
 import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
 import { openEventStream } from '../support/sse';
 import { sleep } from '../support/time';
@@ -36,10 +33,14 @@ describe('one breaker for the whole fleet (two instances, one Redis)', () => {
   let b: RunningCoordinator;
 
   beforeAll(async () => {
-    const policiesFile = join(mkdtempSync(join(tmpdir(), 'sluice-fleet-')), 'policies.json');
-    writeFileSync(policiesFile, JSON.stringify(POLICIES));
-    const config = { redisUrl: SHARED_REDIS_URL, keyPrefix, storeTimeoutMs: 2000, policiesFile, sseHeartbeatMs: 200 };
-    [a, b] = await Promise.all([startCoordinator(config), startCoordinator(config)]);
+    const policiesFile = writePoliciesFile(POLICIES);
+    [a, b] = await startFleet({
+      redisUrl: SHARED_REDIS_URL,
+      keyPrefix,
+      storeTimeoutMs: 2000,
+      policiesFile,
+      sseHeartbeatMs: 200,
+    });
   });
 
   afterAll(async () => {

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { startCoordinator, type RunningCoordinator } from '../support/coordinator';
+import { startFleet, type RunningCoordinator } from '../support/coordinator';
 import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
 
 const post = (url: string, body: unknown) =>
@@ -11,8 +11,7 @@ describe('the budget holds across instances', () => {
   let b: RunningCoordinator;
 
   beforeAll(async () => {
-    const config = { redisUrl: SHARED_REDIS_URL, keyPrefix, storeTimeoutMs: 2000 };
-    [a, b] = await Promise.all([startCoordinator(config), startCoordinator(config)]);
+    [a, b] = await startFleet({ redisUrl: SHARED_REDIS_URL, keyPrefix, storeTimeoutMs: 2000 });
   });
 
   afterAll(async () => {

@@ -1,5 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import request from 'supertest';
 import { Redis } from 'ioredis';
@@ -7,7 +6,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Store } from '@sluice/store';
 import { POLICY_CACHE_TTL_MS } from '../../apps/coordinator/src/policies/policy.service';
 import { STORE } from '../../apps/coordinator/src/store/store.provider';
-import { ADMIN_TOKEN, bearer, createTestCoordinator } from '../support/coordinator';
+import { ADMIN_TOKEN, bearer, createTestCoordinator, writePoliciesFile } from '../support/coordinator';
 import { findFreePort } from '../support/ports';
 import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
 import { RedisServerProcess, waitUntil } from '../support/redis-server';
@@ -34,12 +33,6 @@ async function removeKeys(prefix: string): Promise<void> {
   const redis = new Redis(SHARED_REDIS_URL, { protocol: 2 });
   await deleteKeysWithPrefix(redis, `${prefix}:`);
   redis.disconnect();
-}
-
-function writePoliciesFile(document: object): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'sluice-policies-')), 'policies.json');
-  writeFileSync(path, JSON.stringify(document));
-  return path;
 }
 
 describe('a policy change made through one instance', () => {

@@ -4,7 +4,7 @@ import { redisStoreUnderTest } from '../../libs/store/test/redis-under-test';
 import { describeBreakerConformance } from '../../libs/store/test/breaker-conformance';
 import { describeLimitsConformance } from '../../libs/store/test/limits-conformance';
 import { describeStoreConformance } from '../../libs/store/test/store-conformance';
-import { startCoordinator, type RunningCoordinator } from '../support/coordinator';
+import { startFleet, type RunningCoordinator } from '../support/coordinator';
 import { RedisClusterProcess } from '../support/redis-cluster';
 import { deleteKeysWithPrefix } from '../support/redis';
 import { openEventStream } from '../support/sse';
@@ -42,8 +42,7 @@ describe('retry budget end to end on Redis Cluster', () => {
 
   beforeAll(async () => {
     nodes = (await startedCluster()).nodes;
-    const config = { redisClusterNodes: nodes, storeTimeoutMs: 2000 };
-    [a, b] = await Promise.all([startCoordinator(config), startCoordinator(config)]);
+    [a, b] = await startFleet({ redisClusterNodes: nodes, storeTimeoutMs: 2000 });
   });
   afterAll(async () => {
     await Promise.all([a?.close(), b?.close()]);

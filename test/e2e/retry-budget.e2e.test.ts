@@ -1,10 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import request from 'supertest';
 import { Redis } from 'ioredis';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { createTestCoordinator } from '../support/coordinator';
+import { createTestCoordinator, writePoliciesFile } from '../support/coordinator';
 import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
 
 const POLICIES = {
@@ -18,12 +15,6 @@ const POLICIES = {
     },
   },
 };
-
-function policiesFile(): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'sluice-policies-')), 'policies.yaml');
-  writeFileSync(path, JSON.stringify(POLICIES));
-  return path;
-}
 
 describe.each([
   ['embedded store', false],
@@ -39,7 +30,7 @@ describe.each([
     app = await createTestCoordinator({
       redisUrl: useRedis ? SHARED_REDIS_URL : undefined,
       keyPrefix,
-      policiesFile: policiesFile(),
+      policiesFile: writePoliciesFile(POLICIES),
       storeTimeoutMs: 2000,
     });
     server = app.getHttpServer();

@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createCoordinator } from '../../apps/coordinator/src/bootstrap';
 import type { SluiceConfig } from '../../apps/coordinator/src/config/config';
@@ -52,6 +55,18 @@ export async function createTestCoordinator(overrides: Partial<SluiceConfig> = {
   const app = await createCoordinator(testConfig(overrides));
   await app.getHttpAdapter().getInstance().ready();
   return app;
+}
+
+/** Writes a policies file (SLUICE_POLICIES_FILE) to a fresh temporary folder and returns its path. */
+export function writePoliciesFile(document: object): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'sluice-policies-')), 'policies.json');
+  writeFileSync(path, JSON.stringify(document));
+  return path;
+}
+
+/** Starts `count` coordinators sharing one configuration (one store): a fleet of instances. */
+export function startFleet(overrides: Partial<SluiceConfig>, count = 2): Promise<RunningCoordinator[]> {
+  return Promise.all(Array.from({ length: count }, () => startCoordinator(overrides)));
 }
 
 export const bearer = (token: TokenDefinition): { authorization: string } => ({

@@ -36,12 +36,7 @@ local rate, periodMs, burst, cost = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumb
 local concurrency, leaseMs, leaseId = tonumber(ARGV[10]), tonumber(ARGV[11]), ARGV[12]
 
 local _, nowMs = serverTime()
-local breaker = breakerLoad(KEYS[1])
-breakerSettle(breaker, nowMs)
-if #breaker.transitions > 0 then
-  breakerSave(KEYS[1], breaker, nowMs)
-  breakerPublish(ARGV[4], ARGV[5], breaker)
-end
+local breaker = breakerNow(KEYS[1], nowMs, ARGV[4], ARGV[5])
 
 local function finish(code, probeExpiresAt, leaseExpiresAt, retryAfterMs, inUse)
   return breakerReply(breaker, { code, probeExpiresAt, leaseExpiresAt, retryAfterMs, inUse })

@@ -33,12 +33,7 @@ local delayMs = tonumber(ARGV[4])
 local deadlineMs = tonumber(ARGV[5])
 
 local second, nowMs = serverTime()
-local breaker = breakerLoad(KEYS[2])
-breakerSettle(breaker, nowMs)
-if #breaker.transitions > 0 then
-  breakerSave(KEYS[2], breaker, nowMs)
-  breakerPublish(ARGV[6], ARGV[7], breaker)
-end
+local breaker = breakerNow(KEYS[2], nowMs, ARGV[6], ARGV[7])
 
 local sums = windowSum(key, BUDGET_FIELDS, second, windowSeconds)
 local requests, retries = sums[1], sums[2]

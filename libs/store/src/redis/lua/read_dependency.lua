@@ -31,12 +31,7 @@ local budgetWindow = tonumber(ARGV[3])
 local outcomeWindow = tonumber(ARGV[4])
 
 local second, nowMs = serverTime()
-local breaker = breakerLoad(KEYS[3])
-breakerSettle(breaker, nowMs)
-if #breaker.transitions > 0 then
-  breakerSave(KEYS[3], breaker, nowMs)
-  breakerPublish(ARGV[5], ARGV[6], breaker)
-end
+local breaker = breakerNow(KEYS[3], nowMs, ARGV[5], ARGV[6])
 local budget = windowSum(KEYS[1], BUDGET_FIELDS, second, budgetWindow)
 local outcomes = windowSum(KEYS[2], OUTCOME_FIELDS, second, outcomeWindow)
 local reply = {

@@ -98,6 +98,17 @@ local function breakerPublish(channel, dependency, b)
   end
 end
 
+-- The breaker as it stands now: loaded, its time-based transitions made, stored and published.
+local function breakerNow(key, nowMs, channel, dependency)
+  local b = breakerLoad(key)
+  breakerSettle(b, nowMs)
+  if #b.transitions > 0 then
+    breakerSave(key, b, nowMs)
+    breakerPublish(channel, dependency, b)
+  end
+  return b
+end
+
 -- The reply tail every breaker-aware script returns: state, since, openUntil, reason, then
 -- from/to pairs of the transitions.
 local function breakerReply(b, reply)
