@@ -2,13 +2,13 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Put, Query, UseIntercep
 import { AdminOnly } from '../auth/access.decorators';
 import { Actor } from '../auth/actor.decorator';
 import type { Principal } from '../auth/token-registry';
-import { DependencyParams, NamespaceParams } from '../common/params.dto';
+import { DependencyParams, LimitParams, NamespaceParams, QueueParams } from '../common/params.dto';
 import { PolicyAdminService } from '../policies/policy-admin.service';
-import { DependencyPolicyDto, QueuePolicyDto, RateLimitPolicyDto } from '../policies/policy.dto';
+import { DependencyPolicyDto, QueuePolicyDto, NamedLimitPolicyDto } from '../policies/policy.dto';
 import { PolicyDocumentInterceptor } from '../policies/policy-document.interceptor';
 import { WritePrecondition, type Precondition } from '../policies/policy-preconditions';
 import type { PolicyTarget, VersionedPolicy } from '../policies/policy-target';
-import { LimitParams, PolicyChangeQuery, QueueParams } from './policies.dto';
+import { PolicyChangeQuery } from './policies.dto';
 
 /**
  * Policy documents: a namespace's default, and one per dependency, named limit or queue.
@@ -85,7 +85,7 @@ export class PoliciesController {
   @Put('limits/:limit')
   putLimit(
     @Param() params: LimitParams,
-    @Body() policy: RateLimitPolicyDto,
+    @Body() policy: NamedLimitPolicyDto,
     @Query() query: PolicyChangeQuery,
     @Actor() actor: Principal,
     @WritePrecondition() precondition: Precondition,

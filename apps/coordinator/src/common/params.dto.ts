@@ -12,3 +12,13 @@ export class DependencyParams extends NamespaceParams {
   @Matches(RESOURCE_NAME_PATTERN, { message: NAME_MESSAGE })
   dep!: string;
 }
+
+export class LimitParams extends NamespaceParams {
+  @Matches(RESOURCE_NAME_PATTERN, { message: NAME_MESSAGE })
+  limit!: string;
+}
+
+export class QueueParams extends NamespaceParams {
+  @Matches(RESOURCE_NAME_PATTERN, { message: NAME_MESSAGE })
+  queue!: string;
+}

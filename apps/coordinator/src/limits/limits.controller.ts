@@ -1,7 +1,8 @@
 import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { TakeDecision } from '@sluice/protocol';
-import { LimitParams, TakeRequestDto } from './take.dto';
+import { LimitParams } from '../common/params.dto';
+import { TakeRequestDto } from './take.dto';
 import { LimitsService } from './limits.service';
 
 const wholeSeconds = (ms: number) => String(Math.ceil(ms / 1000));

@@ -1,11 +1,4 @@
 import { IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
-import { NamespaceParams } from '../common/params.dto';
-import { RESOURCE_NAME_PATTERN } from '@sluice/protocol';
-
-export class LimitParams extends NamespaceParams {
-  @Matches(RESOURCE_NAME_PATTERN, { message: `must match ${RESOURCE_NAME_PATTERN.source}` })
-  limit!: string;
-}
 
 export class TakeRequestDto {
   /** Whose allowance this is: a user, a tenant, an IP address. */
