@@ -4,3 +4,4 @@ export * from './retry-budget';
 export * from './retry-classification';
 export * from './backoff';
 export * from './random';
+export * from './idempotency';

@@ -4,3 +4,5 @@ export * from './reports';
 export * from './dependency';
 export * from './errors';
 export * from './names';
+export * from './idempotency';
+export * from './deliveries';

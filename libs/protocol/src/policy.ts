@@ -96,3 +96,36 @@ export function mergeDependencyPolicy(
     concurrency: override.concurrency === undefined ? base.concurrency : override.concurrency,
   };
 }
+
+/** A queue's policy document (API.md §Policy document): attempts before dead-lettering, and backoff. */
+export interface QueuePolicy {
+  /** Every delivery counts, the first included: the failure of attempt `maxAttempts` parks the message. */
+  maxAttempts: number;
+  backoff: BackoffPolicy;
+}
+
+export type QueuePolicyOverride = {
+  maxAttempts?: number;
+  backoff?: Partial<BackoffPolicy>;
+};
+
+export const DEFAULT_QUEUE_POLICY: Readonly<QueuePolicy> = Object.freeze({
+  maxAttempts: 5,
+  backoff: { baseMs: 1000, capMs: 60000, jitter: 'full' },
+} as QueuePolicy);
+
+export function mergeQueuePolicy(base: QueuePolicy, override: QueuePolicyOverride | undefined): QueuePolicy {
+  if (!override) return base;
+  return { maxAttempts: override.maxAttempts ?? base.maxAttempts, backoff: { ...base.backoff, ...override.backoff } };
+}
+
+/** How long a namespace keeps idempotency keys: the default, and the most a claim may ask for. */
+export interface IdempotencyPolicy {
+  retentionSeconds: number;
+  maxRetentionSeconds: number;
+}
+
+export const DEFAULT_IDEMPOTENCY_POLICY: Readonly<IdempotencyPolicy> = Object.freeze({
+  retentionSeconds: 86_400,
+  maxRetentionSeconds: 604_800,
+});

@@ -14,6 +14,18 @@ export interface NamespaceKeys {
   dependencies: string;
 }
 
+export interface IdempotencyKeys {
+  /** Hash: the key's state, fingerprint, fencing token, lease and stored response. */
+  record: string;
+}
+
+export interface QueueKeys {
+  /** Hash: dead letters by message id (JSON), plus the `#seq` counter that orders them. */
+  deadLetters: string;
+  /** Sorted set: message ids of dead letters, scored by their `#seq` (oldest first). */
+  deadLetterIndex: string;
+}
+
 export class SluiceKeys {
   constructor(readonly prefix = 'sluice') {}
 
@@ -22,7 +34,26 @@ export class SluiceKeys {
     return { budget: `${tagged}:budget`, outcomes: `${tagged}:outcomes` };
   }
 
+  /** `{<ns>/idem/<key>}`: a dependency or queue name has no `/`, so tags cannot collide. */
+  idempotency(namespace: string, key: string): IdempotencyKeys {
+    return { record: `${this.prefix}:{${namespace}/idem/${key}}:record` };
+  }
+
+  queue(namespace: string, queue: string): QueueKeys {
+    const tagged = this.queueTag(namespace, queue);
+    return { deadLetters: `${tagged}:dlq`, deadLetterIndex: `${tagged}:dlq-index` };
+  }
+
+  /** Hash: one message's failed attempts (`n`), first attempt (`first`) and `parked` flag; same tag as its queue. */
+  deliveryAttempts(namespace: string, queue: string, messageId: string): string {
+    return `${this.queueTag(namespace, queue)}:attempts:${messageId}`;
+  }
+
   namespace(namespace: string): NamespaceKeys {
     return { dependencies: `${this.prefix}:{${namespace}}:deps` };
+  }
+
+  private queueTag(namespace: string, queue: string): string {
+    return `${this.prefix}:{${namespace}/queue/${queue}}`;
   }
 }

@@ -7,6 +7,16 @@ export const SCRIPTS = {
   record_outcomes: { numberOfKeys: 2 },
   read_dependency: { numberOfKeys: 2 },
   register_dependency: { numberOfKeys: 1 },
+  claim_idempotency_key: { numberOfKeys: 1 },
+  complete_idempotency_key: { numberOfKeys: 1 },
+  release_idempotency_key: { numberOfKeys: 1 },
+  read_idempotency_key: { numberOfKeys: 1 },
+  record_delivery_attempt: { numberOfKeys: 3 },
+  ack_delivery: { numberOfKeys: 1 },
+  list_dead_letters: { numberOfKeys: 2 },
+  redrive_dead_letter: { numberOfKeys: 3 },
+  purge_dead_letter: { numberOfKeys: 3 },
+  count_dead_letters: { numberOfKeys: 2 },
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;
