@@ -1,28 +1,51 @@
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import { RESOURCE_NAME_PATTERN, type DependencyPolicyOverride } from '@sluice/protocol';
+import {
+  RESOURCE_NAME_PATTERN,
+  type DependencyPolicyOverride,
+  type IdempotencyPolicy,
+  type QueuePolicyOverride,
+} from '@sluice/protocol';
 import { ConfigError } from '../config/config-error';
-import { validatePolicyOverride } from './policy-validation';
+import {
+  validateIdempotencyPolicy,
+  validatePolicyOverride,
+  validateQueuePolicyOverride,
+  type Validation,
+} from './policy-validation';
 
 const VARIABLE = 'SLUICE_POLICIES_FILE';
 
 /**
  * The policies file (YAML or JSON):
  * ```yaml
- * default: { retryBudget: { ratio: 0.2 } }        # every namespace
+ * default: { retryBudget: { ratio: 0.2 } }        # every dependency of every namespace
+ * queueDefault: { maxAttempts: 8 }                 # every queue of every namespace
+ * idempotency: { retentionSeconds: 86400, maxRetentionSeconds: 604800 }
  * namespaces:
  *   shop:
  *     default: { backoff: { jitter: decorrelated } }
  *     dependencies:
  *       payments-api: { retryBudget: { maxAttempts: 2 } }
+ *     queueDefault: { backoff: { baseMs: 500 } }
+ *     queues:
+ *       emails: { maxAttempts: 3 }
+ *     idempotency: { retentionSeconds: 3600 }
  * ```
  */
 export interface PoliciesFile {
   default?: DependencyPolicyOverride;
-  namespaces: Record<
-    string,
-    { default?: DependencyPolicyOverride; dependencies: Record<string, DependencyPolicyOverride> }
-  >;
+  queueDefault?: QueuePolicyOverride;
+  idempotency?: Partial<IdempotencyPolicy>;
+  namespaces: Record<string, NamespacePolicies>;
+}
+
+export interface NamespacePolicies {
+  default?: DependencyPolicyOverride;
+  dependencies: Record<string, DependencyPolicyOverride>;
+  queueDefault?: QueuePolicyOverride;
+  queues?: Record<string, QueuePolicyOverride>;
+  idempotency?: Partial<IdempotencyPolicy>;
 }
 
 export function readPoliciesFile(path: string): PoliciesFile {
@@ -37,32 +60,65 @@ export function readPoliciesFile(path: string): PoliciesFile {
 
 export function parsePolicies(document: unknown, source: string): PoliciesFile {
   const root = asRecord(document, '', source);
-  allowOnly(root, ['default', 'namespaces'], '', source);
+  allowOnly(root, ['default', 'queueDefault', 'idempotency', 'namespaces'], '', source);
   const file: PoliciesFile = { namespaces: {} };
   if (root.default !== undefined) file.default = policyAt(root.default, 'default.', source);
+  if (root.queueDefault !== undefined) {
+    file.queueDefault = sectionAt(validateQueuePolicyOverride, root.queueDefault, 'queueDefault.', source);
+  }
+  if (root.idempotency !== undefined) {
+    file.idempotency = sectionAt(validateIdempotencyPolicy, root.idempotency, 'idempotency.', source);
+  }
   const namespaces = root.namespaces === undefined ? {} : asRecord(root.namespaces, 'namespaces', source);
   for (const [namespace, value] of Object.entries(namespaces)) {
     const path = `namespaces.${namespace}`;
     checkName(namespace, path, source);
     const entry = asRecord(value, path, source);
-    allowOnly(entry, ['default', 'dependencies'], `${path}.`, source);
-    const dependencies: Record<string, DependencyPolicyOverride> = {};
-    const listed = entry.dependencies === undefined ? {} : asRecord(entry.dependencies, `${path}.dependencies`, source);
-    for (const [dependency, policy] of Object.entries(listed)) {
-      const dependencyPath = `${path}.dependencies.${dependency}`;
-      checkName(dependency, dependencyPath, source);
-      dependencies[dependency] = policyAt(policy, `${dependencyPath}.`, source);
-    }
+    allowOnly(entry, ['default', 'dependencies', 'queueDefault', 'queues', 'idempotency'], `${path}.`, source);
     file.namespaces[namespace] = {
       default: entry.default === undefined ? undefined : policyAt(entry.default, `${path}.default.`, source),
-      dependencies,
+      dependencies: namedSections(entry.dependencies, `${path}.dependencies`, source, validatePolicyOverride),
+      queueDefault:
+        entry.queueDefault === undefined
+          ? undefined
+          : sectionAt(validateQueuePolicyOverride, entry.queueDefault, `${path}.queueDefault.`, source),
+      queues: namedSections(entry.queues, `${path}.queues`, source, validateQueuePolicyOverride),
+      idempotency:
+        entry.idempotency === undefined
+          ? undefined
+          : sectionAt(validateIdempotencyPolicy, entry.idempotency, `${path}.idempotency.`, source),
     };
   }
   return file;
 }
 
 function policyAt(value: unknown, path: string, source: string): DependencyPolicyOverride {
-  const result = validatePolicyOverride(value, path);
+  return sectionAt(validatePolicyOverride, value, path, source);
+}
+
+/** A mapping of named policies (`dependencies`, `queues`), each validated by `validate`. */
+function namedSections<T>(
+  value: unknown,
+  path: string,
+  source: string,
+  validate: (value: unknown, path: string) => Validation<T>,
+): Record<string, T> {
+  const sections: Record<string, T> = {};
+  const listed = value === undefined ? {} : asRecord(value, path, source);
+  for (const [name, section] of Object.entries(listed)) {
+    checkName(name, `${path}.${name}`, source);
+    sections[name] = sectionAt(validate, section, `${path}.${name}.`, source);
+  }
+  return sections;
+}
+
+function sectionAt<T>(
+  validate: (value: unknown, path: string) => Validation<T>,
+  value: unknown,
+  path: string,
+  source: string,
+): T {
+  const result = validate(value, path);
   if (!result.ok) {
     const [problem] = result.problems;
     throw new ConfigError(VARIABLE, `${source}: ${problem.field}: ${problem.message}`);

@@ -1,14 +1,25 @@
-import type { DependencyPolicy } from '@sluice/protocol';
+import type { BackoffPolicy, DependencyPolicy, IdempotencyPolicy } from '@sluice/protocol';
 import type { FieldProblem } from '../config/validation-messages';
 
 /** Rules across fields of a merged policy, which per-field validation cannot see. */
 export function crossFieldProblems(policy: DependencyPolicy, path = ''): FieldProblem[] {
-  const problems: FieldProblem[] = [];
-  if (policy.backoff.capMs < policy.backoff.baseMs) {
-    problems.push({ field: `${path}backoff.capMs`, message: 'capMs must not be below backoff.baseMs' });
-  }
+  const problems = backoffProblems(policy.backoff, `${path}backoff.`);
   if (policy.breaker.maxOpenMs < policy.breaker.openMs) {
     problems.push({ field: `${path}breaker.maxOpenMs`, message: 'maxOpenMs must not be below breaker.openMs' });
   }
   return problems;
+}
+
+/** A merged backoff's rule: the cap is not below the base. */
+export function backoffProblems(backoff: BackoffPolicy, path: string): FieldProblem[] {
+  return backoff.capMs < backoff.baseMs
+    ? [{ field: `${path}capMs`, message: 'capMs must not be below backoff.baseMs' }]
+    : [];
+}
+
+/** Within one section, the default retention is not above the maximum (across levels it is capped). */
+export function idempotencyProblems(policy: Partial<IdempotencyPolicy>, path = ''): FieldProblem[] {
+  return (policy.retentionSeconds ?? 0) > (policy.maxRetentionSeconds ?? Infinity)
+    ? [{ field: `${path}retentionSeconds`, message: 'retentionSeconds must not exceed maxRetentionSeconds' }]
+    : [];
 }

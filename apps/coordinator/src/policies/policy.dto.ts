@@ -6,8 +6,10 @@ import type {
   BreakerPolicy,
   ConcurrencyPolicy,
   DependencyPolicyOverride,
+  IdempotencyPolicy,
   JitterKind,
   PolicyMode,
+  QueuePolicyOverride,
   RateLimitPolicy,
   RetryBudgetPolicy,
 } from '@sluice/protocol';
@@ -188,4 +190,36 @@ export class DependencyPolicyDto implements DependencyPolicyOverride {
   @ValidateNested()
   @Type(() => ConcurrencyPolicyDto)
   concurrency?: ConcurrencyPolicyDto | null;
+}
+
+/** A queue's policy (API.md §Policy document): attempts before dead-lettering, and backoff. */
+export class QueuePolicyDto implements QueuePolicyOverride {
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  maxAttempts?: number;
+
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => BackoffPolicyDto)
+  backoff?: BackoffPolicyDto;
+}
+
+/** The longest any namespace may keep an idempotency key: 7 days. */
+export const MAX_IDEMPOTENCY_RETENTION_SECONDS = 604_800;
+
+export class IdempotencyPolicyDto implements Partial<IdempotencyPolicy> {
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(MAX_IDEMPOTENCY_RETENTION_SECONDS)
+  retentionSeconds?: number;
+
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(MAX_IDEMPOTENCY_RETENTION_SECONDS)
+  maxRetentionSeconds?: number;
 }
