@@ -9,6 +9,13 @@ import { ReportsService } from './budgets/reports.service';
 import { RetryController } from './budgets/retry.controller';
 import { RetryService } from './budgets/retry.service';
 import { HttpErrorFilter } from './common/http-error.filter';
+import { DeadLetterDepth } from './deliveries/dead-letter-depth.service';
+import { DeadLettersController } from './deliveries/dead-letters.controller';
+import { DeadLettersService } from './deliveries/dead-letters.service';
+import { DeliveriesController } from './deliveries/deliveries.controller';
+import { DeliveriesService } from './deliveries/deliveries.service';
+import { IdempotencyController } from './idempotency/idempotency.controller';
+import { IdempotencyService } from './idempotency/idempotency.service';
 import { createValidationPipe } from './common/validation.pipe';
 import type { SluiceConfig } from './config/config';
 import { ConfigModule } from './config/config.module';
@@ -32,7 +39,16 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [ConfigModule.register(config)],
-      controllers: [RetryController, ReportsController, DependencyViewController, HealthController, MetricsController],
+      controllers: [
+        RetryController,
+        ReportsController,
+        DependencyViewController,
+        IdempotencyController,
+        DeliveriesController,
+        DeadLettersController,
+        HealthController,
+        MetricsController,
+      ],
       providers: [
         storeProvider,
         MetricsService,
@@ -41,6 +57,10 @@ export class AppModule {
         RetryService,
         ReportsService,
         DependencyViewService,
+        IdempotencyService,
+        DeliveriesService,
+        DeadLettersService,
+        DeadLetterDepth,
         { provide: POLICIES_FILE, useValue: policies },
         { provide: TokenRegistry, useValue: new TokenRegistry(config.tokens) },
         { provide: APP_GUARD, useClass: AuthGuard },

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /**
  * Every Prometheus metric the service exposes, on one registry per app instance (so two
@@ -14,6 +14,24 @@ export class MetricsService {
     help: 'Retry decisions by namespace, dependency and result (the decision reason).',
     labelNames: ['namespace', 'dependency', 'result'] as const,
     registers: [this.registry],
+  });
+
+  readonly idempotencyRequests = new Counter({
+    name: 'sluice_idempotency_requests_total',
+    help: 'Idempotency key claims by namespace and result: claimed, replayed, in_flight, mismatch, recovered.',
+    labelNames: ['namespace', 'result'] as const,
+    registers: [this.registry],
+  });
+
+  /** Called before each scrape of sluice_dead_letters, to read the depths afresh. */
+  refreshDeadLetters: () => Promise<void> = async () => {};
+
+  readonly deadLetters = new Gauge({
+    name: 'sluice_dead_letters',
+    help: 'Dead letters parked per queue (the queues this instance has seen).',
+    labelNames: ['namespace', 'queue'] as const,
+    registers: [this.registry],
+    collect: () => this.refreshDeadLetters(),
   });
 
   readonly httpRequestDuration = new Histogram({
