@@ -5,6 +5,7 @@ import { describeStoreConformance } from '../../libs/store/test/store-conformanc
 import { startCoordinator, type RunningCoordinator } from '../support/coordinator';
 import { RedisClusterProcess } from '../support/redis-cluster';
 import { deleteKeysWithPrefix } from '../support/redis';
+import { describeDeliveryConsumer, describeIdempotentApp, startCoordinators } from '../support/sdk-suites';
 
 const post = (url: string, body: unknown) =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -24,6 +25,13 @@ async function clusterClient(nodes: string[]): Promise<Cluster> {
 
 describeStoreConformance('RedisStore (3-master Cluster)', async () =>
   redisStoreUnderTest({ clusterNodes: (await startedCluster()).nodes }, 'cluster'),
+);
+
+describeIdempotentApp('Redis Cluster', async () =>
+  startCoordinators({ redisClusterNodes: (await startedCluster()).nodes }),
+);
+describeDeliveryConsumer('Redis Cluster', async () =>
+  startCoordinators({ redisClusterNodes: (await startedCluster()).nodes }),
 );
 
 describe('retry budget end to end on Redis Cluster', () => {
