@@ -1,11 +1,6 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import request from 'supertest';
-import { Redis } from 'ioredis';
-import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { ADMIN_TOKEN, SHOP_TOKEN, bearer, createTestCoordinator } from '../support/coordinator';
-import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
+import { ADMIN_TOKEN, SHOP_TOKEN, bearer } from '../support/coordinator';
+import { createCoordinatorOn, type TestCoordinator } from '../support/test-coordinator';
 
 const POLICIES = {
   namespaces: {
@@ -21,10 +16,8 @@ describe.each([
   ['embedded store', false],
   ['Redis', true],
 ])('delivery attempts and dead letters end to end (%s)', (_label, useRedis) => {
-  const keyPrefix = uniquePrefix('dlq-e2e');
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-dlq-'));
-  let app: NestFastifyApplication;
-  let server: ReturnType<NestFastifyApplication['getHttpServer']>;
+  let coordinator: TestCoordinator;
+  let server: TestCoordinator['server'];
   const CLIENT = bearer(SHOP_TOKEN);
   const ADMIN = bearer(ADMIN_TOKEN);
   const attempt = (queue: string, body: object) =>
@@ -32,26 +25,10 @@ describe.each([
   const deadLetters = (queue: string) => `/admin/v1/shop/queues/${queue}/dead-letters`;
 
   beforeAll(async () => {
-    const policiesFile = join(dir, 'policies.json');
-    writeFileSync(policiesFile, JSON.stringify(POLICIES));
-    app = await createTestCoordinator({
-      redisUrl: useRedis ? SHARED_REDIS_URL : undefined,
-      keyPrefix,
-      policiesFile,
-      tokens: [ADMIN_TOKEN, SHOP_TOKEN],
-      storeTimeoutMs: 2000,
-    });
-    server = app.getHttpServer();
+    coordinator = await createCoordinatorOn(useRedis, POLICIES, { tokens: [ADMIN_TOKEN, SHOP_TOKEN] });
+    server = coordinator.server;
   });
-  afterAll(async () => {
-    await app.close();
-    rmSync(dir, { recursive: true, force: true });
-    if (useRedis) {
-      const client = new Redis(SHARED_REDIS_URL, { protocol: 2 });
-      await deleteKeysWithPrefix(client, keyPrefix);
-      client.disconnect();
-    }
-  });
+  afterAll(() => coordinator?.close());
 
   it('dead-letters a message that always fails after the queue maxAttempts, lists, redrives and purges it', async () => {
     const answers = [];

@@ -1,12 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import request from 'supertest';
-import { Redis } from 'ioredis';
-import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { createTestCoordinator, startCoordinator, type RunningCoordinator } from '../support/coordinator';
-import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
+import { SHARED_REDIS_URL } from '../support/redis';
+import { startCoordinators, type Coordinators } from '../support/sdk-suites';
+import { createCoordinatorOn, type TestCoordinator } from '../support/test-coordinator';
 import { sleep } from '../support/time';
 
 const BINARY = randomBytes(4096);
@@ -24,10 +20,8 @@ describe.each([
   ['embedded store', false],
   ['Redis', true],
 ])('idempotency keys end to end (%s)', (_label, useRedis) => {
-  const keyPrefix = uniquePrefix('idem-e2e');
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-idem-'));
-  let app: NestFastifyApplication;
-  let server: ReturnType<NestFastifyApplication['getHttpServer']>;
+  let coordinator: TestCoordinator;
+  let server: TestCoordinator['server'];
   const path = (key: string, ns = 'shop') => `/v1/${ns}/idempotency/${key}`;
   const claim = (key: string, body: object = { fingerprint: 'sha256:a' }, ns = 'shop') =>
     request(server)
@@ -37,28 +31,11 @@ describe.each([
     request(server).put(path(key)).send({ token, response });
 
   beforeAll(async () => {
-    const policiesFile = join(dir, 'policies.json');
-    writeFileSync(
-      policiesFile,
-      JSON.stringify({ namespaces: { capped: { idempotency: { maxRetentionSeconds: 3600 } } } }),
-    );
-    app = await createTestCoordinator({
-      redisUrl: useRedis ? SHARED_REDIS_URL : undefined,
-      keyPrefix,
-      policiesFile,
-      storeTimeoutMs: 2000,
-    });
-    server = app.getHttpServer();
+    const policies = { namespaces: { capped: { idempotency: { maxRetentionSeconds: 3600 } } } };
+    coordinator = await createCoordinatorOn(useRedis, policies);
+    server = coordinator.server;
   });
-  afterAll(async () => {
-    await app.close();
-    rmSync(dir, { recursive: true, force: true });
-    if (useRedis) {
-      const client = new Redis(SHARED_REDIS_URL, { protocol: 2 });
-      await deleteKeysWithPrefix(client, keyPrefix);
-      client.disconnect();
-    }
-  });
+  afterAll(() => coordinator?.close());
 
   it('claims a new key (201), then answers 409 in_flight with Retry-After while it is held', async () => {
     const key = newKey();
@@ -205,26 +182,17 @@ describe.each([
 });
 
 describe('idempotency keys across two instances on Redis', () => {
-  const keyPrefix = uniquePrefix('idem-fleet');
-  let a: RunningCoordinator;
-  let b: RunningCoordinator;
-
+  let coordinators: Coordinators;
   beforeAll(async () => {
-    const config = { redisUrl: SHARED_REDIS_URL, keyPrefix, storeTimeoutMs: 2000 };
-    [a, b] = await Promise.all([startCoordinator(config), startCoordinator(config)]);
+    coordinators = await startCoordinators({ redisUrl: SHARED_REDIS_URL });
   });
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
-    const client = new Redis(SHARED_REDIS_URL, { protocol: 2 });
-    await deleteKeysWithPrefix(client, keyPrefix);
-    client.disconnect();
-  });
+  afterAll(() => coordinators?.close());
 
   it('grants exactly one of 100 concurrent claims split across the instances', async () => {
     const key = newKey();
     const statuses = await Promise.all(
       Array.from({ length: 100 }, async (_, i) => {
-        const res = await fetch(`${(i % 2 === 0 ? a : b).url}/v1/shop/idempotency/${key}/claim`, {
+        const res = await fetch(`${coordinators.urls[i % 2]}/v1/shop/idempotency/${key}/claim`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify({ fingerprint: 'sha256:storm' }),

@@ -36,6 +36,18 @@ type Routes = {
 
 const BINARY = randomBytes(3000);
 
+/** How often each route ran; `count` adds a run and returns its number. */
+function runCounter(): { runs: Map<string, number>; count: (route: string) => number } {
+  const runs = new Map<string, number>();
+  return {
+    runs,
+    count: (route) => {
+      runs.set(route, (runs.get(route) ?? 0) + 1);
+      return runs.get(route)!;
+    },
+  };
+}
+
 /** What each route does on its n-th run: [status, headers, body]. */
 function routeAnswer(route: string, run: number): [number, Record<string, string | string[]>, string | Buffer] {
   switch (route) {
@@ -60,11 +72,7 @@ async function startExpress(
   options: IdempotencyOptions,
   routes: Routes,
 ): Promise<ExampleServer> {
-  const runs = new Map<string, number>();
-  const count = (route: string) => {
-    runs.set(route, (runs.get(route) ?? 0) + 1);
-    return runs.get(route)!;
-  };
+  const { runs, count } = runCounter();
   const idempotent = expressIdempotency(client, options);
   const app = express();
   app.use(express.json());
@@ -105,11 +113,7 @@ async function startFastify(
   options: IdempotencyOptions,
   routes: Routes,
 ): Promise<ExampleServer> {
-  const runs = new Map<string, number>();
-  const count = (route: string) => {
-    runs.set(route, (runs.get(route) ?? 0) + 1);
-    return runs.get(route)!;
-  };
+  const { runs, count } = runCounter();
   const app = Fastify();
   const idempotent = fastifyIdempotency(client, options);
   app.post('/required', { ...fastifyIdempotency(client, { ...options, required: true }) }, async (_request, reply) =>
