@@ -47,12 +47,22 @@ export async function idempotentFetch(
     const told = body.retryAfterMs ?? (Number.isFinite(retryAfter) ? retryAfter * 1000 : 100);
     const waitMs = Math.min(Math.max(told, 0), options.maxWaitMs ?? 5000);
     options.onInFlight?.(attempt, waitMs);
-    await new Promise((resolve, reject) => {
-      const timer = setTimeout(resolve, waitMs);
-      init.signal?.addEventListener('abort', () => {
-        clearTimeout(timer);
-        reject(init.signal?.reason);
-      });
-    });
+    await wait(waitMs, init.signal ?? undefined);
   }
+}
+
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
+function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }
