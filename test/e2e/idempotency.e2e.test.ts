@@ -165,10 +165,10 @@ describe.each([
 
   it('counts claims in sluice_idempotency_requests_total by result', async () => {
     const key = newKey();
-    const { token } = (await claim(key, { fingerprint: 'm', leaseMs: 100 }, 'counted').expect(201)).body;
+    const { token } = (await claim(key, { fingerprint: 'm', leaseMs: 500 }, 'counted').expect(201)).body;
     await claim(key, { fingerprint: 'm' }, 'counted').expect(409);
     await claim(key, { fingerprint: 'x' }, 'counted').expect(422);
-    await sleep(150);
+    await sleep(600);
     const recovered = (await claim(key, { fingerprint: 'm' }, 'counted').expect(201)).body;
     expect(recovered.recovered).toBe(true);
     expect(token).not.toBe(recovered.token);

@@ -286,9 +286,9 @@ describe.each([
     const k = key();
     // A holder that claimed this very request and died: same method, path and body.
     const fingerprint = requestFingerprint({ method: 'POST', url: '/recovered', body: { item: 'A' } });
-    expect((await client.claimIdempotencyKey(k, { fingerprint, leaseMs: 100 })).state).toBe('claimed');
+    expect((await client.claimIdempotencyKey(k, { fingerprint, leaseMs: 500 })).state).toBe('claimed');
     expect((await post('/recovered', k)).status).toBe(409);
-    await sleep(200);
+    await sleep(600);
     expect(JSON.parse((await post('/recovered', k)).bytes.toString())).toEqual({ recovered: true });
   });
 

@@ -113,7 +113,7 @@ class OrdersController {
 
   /** Waits on the test's gate: its holder "dies" while the key is in flight. */
   @Post('hang')
-  @Idempotent({ leaseMs: 300 })
+  @Idempotent({ leaseMs: 1000 })
   async hang(@Req() request: object) {
     const run = await this.count('hang');
     await this.deps.options.gate?.('hang', run);

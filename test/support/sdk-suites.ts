@@ -245,7 +245,7 @@ export function describeIdempotentApp(label: string, start: () => Promise<Coordi
         () => 'the first request never claimed the key',
       );
       expect((await post(apps[1], '/hang', key)).status).toBe(409);
-      await sleep(400); // the 300 ms lease runs out
+      await sleep(1100); // the 1 s lease runs out
       const successor = await post(apps[1], '/hang', key);
       expect(successor.status).toBe(201);
       expect(json(successor)).toEqual({ run: 2, recovered: true });
@@ -367,21 +367,25 @@ export function describeDeliveryConsumer(label: string, start: () => Promise<Coo
     it('runs the work once when the same message is delivered to two consumers at once', async () => {
       const message = { id: `dup-${randomBytes(4).toString('hex')}`, payload };
       let runs = 0;
-      const slowShip = async () => {
+      let finish: () => void = () => {};
+      const held = new Promise<void>((resolve) => (finish = resolve));
+      const ship = async () => {
         runs++;
-        await sleep(100);
+        await held;
         return 'ok';
       };
-      const [a, b] = await Promise.all([
-        deliveries(client, 'orders').handle(message, slowShip),
-        deliveries(new CoordinatorClient({ baseUrl: coordinators.urls[1], namespace: 'shop' }), 'orders').handle(
-          message,
-          slowShip,
-        ),
-      ]);
-      expect([a.status, b.status].sort()).toEqual(['in_flight', 'processed']);
+      const other = new CoordinatorClient({ baseUrl: coordinators.urls[1], namespace: 'shop' });
+      const both = [
+        deliveries(client, 'orders').handle(message, ship),
+        deliveries(other, 'orders').handle(message, ship),
+      ];
+      // The consumer that lost the claim answers while the winner's work is held.
+      expect(await Promise.race(both)).toMatchObject({ status: 'in_flight', ack: false, delayMs: expect.any(Number) });
+      finish();
+      const statuses = (await Promise.all(both)).map((outcome) => outcome.status).sort();
+      expect(statuses).toEqual(['in_flight', 'processed']);
       expect(runs).toBe(1);
-      expect(await deliveries(client, 'orders').handle(message, slowShip)).toMatchObject({ status: 'duplicate' });
+      expect(await deliveries(client, 'orders').handle(message, ship)).toMatchObject({ status: 'duplicate' });
     });
   });
 }
