@@ -34,8 +34,10 @@ local state = record[1]
 -- Holds the key in flight for this claimant; it lives max(lease, retention) from now.
 local function hold(code)
   local leaseExpiresAt = nowMs + leaseMs
-  rcall('HSET', key, 'st', 'in_flight', 'fp', fingerprint, 'tok', token, 'le', leaseExpiresAt, 'ra', retentionMs)
-  rcall('PEXPIRE', key, math.max(leaseMs, retentionMs))
+  local ttl = math.max(leaseMs, retentionMs)
+  rcall('HSET', key, 'st', 'in_flight', 'fp', fingerprint, 'tok', token, 'le', leaseExpiresAt, 'ra', retentionMs,
+    'ex', nowMs + ttl)
+  rcall('PEXPIRE', key, ttl)
   return { code, leaseExpiresAt }
 end
 

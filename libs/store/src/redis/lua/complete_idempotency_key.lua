@@ -22,7 +22,8 @@ if record[1] == 'completed' then
   return 1
 end
 local _, nowMs = serverTime()
-rcall('HSET', key, 'st', 'completed', 'resp', ARGV[2], 'co', nowMs)
+local retentionMs = tonumber(record[3])
+rcall('HSET', key, 'st', 'completed', 'resp', ARGV[2], 'co', nowMs, 'ex', nowMs + retentionMs)
 rcall('HDEL', key, 'le')
-rcall('PEXPIRE', key, tonumber(record[3]))
+rcall('PEXPIRE', key, retentionMs)
 return 1
