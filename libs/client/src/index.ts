@@ -3,7 +3,7 @@
  *
  * The wire types of Sluice's HTTP API version 1, shared with the service; a client of the
  * coordinator's idempotency and delivery endpoints; server-side idempotency middleware for
- * Express and Fastify (NestJS: `@sluice/client/nest`); and a queue consumer helper.
+ * Express and Fastify (NestJS: `@sluice/client/nest`); and a queue consumer.
  * @packageDocumentation
  */
 export type {
