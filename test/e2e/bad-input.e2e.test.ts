@@ -37,7 +37,7 @@ class Raw {
 
 interface BadCase {
   name: string;
-  method?: 'get' | 'post';
+  method?: 'get' | 'post' | 'put' | 'delete';
   path: string;
   body?: unknown;
   /** Authorization header; default the shop client token; null sends none. */
@@ -321,12 +321,262 @@ const authCases: BadCase[] = (
   },
 ]);
 
+/** The seeded in-flight key and queue message, which every rejected request must leave as they are. */
+const KEY = 'order:seeded';
+const CLAIM = `/v1/${NS}/idempotency/${KEY}/claim`;
+const KEY_PATH = `/v1/${NS}/idempotency/${KEY}`;
+const QUEUE = 'orders';
+const ATTEMPTS = `/v1/${NS}/queues/${QUEUE}/attempts`;
+const ACKS = `/v1/${NS}/queues/${QUEUE}/acks`;
+const DEAD_LETTERS = `/admin/v1/${NS}/queues/${QUEUE}/dead-letters`;
+const MESSAGE = 'msg-seeded';
+const STORED = { status: 201, headers: { 'content-type': 'application/json' }, body: '{}', bodyEncoding: 'utf8' };
+const put = (path: string, body: unknown): Omit<BadCase, 'name' | 'field'> & { path: string } => ({
+  method: 'put',
+  path,
+  body,
+  status: 400,
+  code: INVALID,
+});
+
+const claimCases = invalidBodies(CLAIM, [
+  ['empty object (fingerprint missing)', {}, 'fingerprint'],
+  ['fingerprint a number', { fingerprint: 1 }, 'fingerprint'],
+  ['fingerprint empty', { fingerprint: '' }, 'fingerprint'],
+  ['fingerprint with a space', { fingerprint: 'sha256 a' }, 'fingerprint'],
+  ['fingerprint of 257 chars', { fingerprint: 'f'.repeat(257) }, 'fingerprint'],
+  ['leaseMs 99', { fingerprint: 'f', leaseMs: 99 }, 'leaseMs'],
+  ['leaseMs over an hour', { fingerprint: 'f', leaseMs: 3_600_001 }, 'leaseMs'],
+  ['leaseMs 1.5', { fingerprint: 'f', leaseMs: 1.5 }, 'leaseMs'],
+  ['leaseMs "1000"', { fingerprint: 'f', leaseMs: '1000' }, 'leaseMs'],
+  ['retentionSeconds 0', { fingerprint: 'f', retentionSeconds: 0 }, 'retentionSeconds'],
+  ['retentionSeconds over 7 days', { fingerprint: 'f', retentionSeconds: 604_801 }, 'retentionSeconds'],
+  ['retentionSeconds "60"', { fingerprint: 'f', retentionSeconds: '60' }, 'retentionSeconds'],
+  ['unknown property', { fingerprint: 'f', ttl: 5 }, 'ttl'],
+]);
+
+const response = (fields: Record<string, unknown>) => ({ token: 'seeded-token', response: { ...STORED, ...fields } });
+const completeCases: BadCase[] = (
+  [
+    ['empty object (token missing)', {}, 'token'],
+    ['token with a space', { ...response({}), token: 'bad token' }, 'token'],
+    ['token of 129 chars', { ...response({}), token: 't'.repeat(129) }, 'token'],
+    ['response missing', { token: 'seeded-token' }, 'response'],
+    ['response a string', { token: 'seeded-token', response: 'ok' }, 'response'],
+    ['status 99', response({ status: 99 }), 'response.status'],
+    ['status 600', response({ status: 600 }), 'response.status'],
+    ['status "200"', response({ status: '200' }), 'response.status'],
+    ['headers missing', response({ headers: undefined }), 'response.headers'],
+    ['headers an array', response({ headers: ['x'] }), 'response.headers'],
+    ['header name with a space', response({ headers: { 'bad name': 'x' } }), 'response.headers.bad name'],
+    ['header value with CRLF', response({ headers: { 'x-a': 'a\r\nset-cookie: x' } }), 'response.headers.x-a'],
+    ['header value a number', response({ headers: { 'x-a': 1 } }), 'response.headers.x-a'],
+    ['header value an empty list', response({ headers: { 'x-a': [] } }), 'response.headers.x-a'],
+    [
+      '101 headers',
+      response({ headers: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`x-${i}`, 'v'])) }),
+      'response.headers',
+    ],
+    ['body missing', response({ body: undefined }), 'response.body'],
+    ['body a number', response({ body: 5 }), 'response.body'],
+    ['bodyEncoding "hex"', response({ bodyEncoding: 'hex' }), 'response.bodyEncoding'],
+    ['base64 body not canonical', response({ body: 'abc', bodyEncoding: 'base64' }), 'response.body'],
+    ['unknown property in response', response({ trailers: {} }), 'response.trailers'],
+  ] as const
+).map(([name, body, field]) => ({ name, ...put(KEY_PATH, body), field }));
+completeCases.push({
+  name: 'response over 256 KiB',
+  ...put(KEY_PATH, response({ body: 'x'.repeat(256 * 1024 + 1) })),
+  status: 413,
+  code: 'payload_too_large',
+  field: 'response',
+});
+
+const releaseCases: BadCase[] = [
+  ['token missing', KEY_PATH, 'token'],
+  ['token with a space', `${KEY_PATH}?token=a%20b`, 'token'],
+  ['unknown query parameter', `${KEY_PATH}?token=abc&force=1`, 'force'],
+].map(([name, path, field]) => ({ name, method: 'delete', path, status: 400, code: INVALID, field }));
+
+const keyPathCases: BadCase[] = [
+  ['key with an encoded "/"', 'order%2F1'],
+  ['key with %20', 'order%201'],
+  ['key with "{"', 'order%7B1'],
+  ['key of 256 chars', 'k'.repeat(256)],
+  ['key with non-ASCII', 'ord%C3%A9'],
+].flatMap(([what, key]): BadCase[] => [
+  {
+    name: `claim: ${what}`,
+    path: `/v1/${NS}/idempotency/${key}/claim`,
+    body: { fingerprint: 'f' },
+    status: 400,
+    code: INVALID,
+    field: 'key',
+  },
+  {
+    name: `read: ${what}`,
+    method: 'get',
+    path: `/v1/${NS}/idempotency/${key}`,
+    status: 400,
+    code: INVALID,
+    field: 'key',
+  },
+]);
+
+const attemptCases = invalidBodies(ATTEMPTS, [
+  ['empty object (messageId missing)', {}, 'messageId'],
+  ['messageId empty', { messageId: '' }, 'messageId'],
+  ['messageId with a space', { messageId: 'a b' }, 'messageId'],
+  ['messageId of 256 chars', { messageId: 'm'.repeat(256) }, 'messageId'],
+  ['messageId a number', { messageId: 5 }, 'messageId'],
+  ['error a number', { messageId: MESSAGE, error: 5 }, 'error'],
+  ['error of 4097 chars', { messageId: MESSAGE, error: 'e'.repeat(4097) }, 'error'],
+  ['unknown property', { messageId: MESSAGE, attempt: 3 }, 'attempt'],
+]);
+attemptCases.push({
+  name: 'payload over 64 KiB',
+  path: ATTEMPTS,
+  body: { messageId: MESSAGE, payload: 'p'.repeat(64 * 1024) },
+  status: 413,
+  code: 'payload_too_large',
+  field: 'payload',
+});
+const ackCases = invalidBodies(ACKS, [
+  ['messageId missing', {}, 'messageId'],
+  ['messageId with "/"', { messageId: 'a/b' }, 'messageId'],
+  ['unknown property', { messageId: MESSAGE, all: true }, 'all'],
+]);
+const queuePathCases: BadCase[] = [
+  {
+    name: 'attempts: uppercase queue',
+    path: `/v1/${NS}/queues/Orders/attempts`,
+    body: { messageId: MESSAGE },
+    status: 400,
+    code: INVALID,
+    field: 'queue',
+  },
+  {
+    name: 'acks: queue of 129 chars',
+    path: `/v1/${NS}/queues/${'q'.repeat(129)}/acks`,
+    body: { messageId: MESSAGE },
+    status: 400,
+    code: INVALID,
+    field: 'queue',
+  },
+  {
+    name: 'attempts: uppercase namespace',
+    path: `/v1/SHOP/queues/${QUEUE}/attempts`,
+    body: { messageId: MESSAGE },
+    auth: ADMIN,
+    status: 400,
+    code: INVALID,
+    field: 'ns',
+  },
+];
+const deadLetterCases: BadCase[] = (
+  [
+    ['limit 0', `${DEAD_LETTERS}?limit=0`, 'limit'],
+    ['limit 1001', `${DEAD_LETTERS}?limit=1001`, 'limit'],
+    ['limit "abc"', `${DEAD_LETTERS}?limit=abc`, 'limit'],
+    ['limit 1.5', `${DEAD_LETTERS}?limit=1.5`, 'limit'],
+    ['cursor "abc"', `${DEAD_LETTERS}?cursor=abc`, 'cursor'],
+    ['unknown query parameter', `${DEAD_LETTERS}?order=desc`, 'order'],
+    ['uppercase queue', `/admin/v1/${NS}/queues/Orders/dead-letters`, 'queue'],
+  ] as const
+).map(([name, path, field]): BadCase => ({
+  name,
+  method: 'get',
+  path,
+  auth: ADMIN,
+  status: 400,
+  code: INVALID,
+  field,
+}));
+deadLetterCases.push(
+  {
+    name: 'redrive: id with %20',
+    path: `${DEAD_LETTERS}/a%20b/redrive`,
+    auth: ADMIN,
+    status: 400,
+    code: INVALID,
+    field: 'id',
+  },
+  {
+    name: 'purge: id of 256 chars',
+    method: 'delete',
+    path: `${DEAD_LETTERS}/${'i'.repeat(256)}`,
+    auth: ADMIN,
+    status: 400,
+    code: INVALID,
+    field: 'id',
+  },
+  { name: 'list with a client token', method: 'get', path: DEAD_LETTERS, status: 403, code: 'forbidden' },
+  { name: 'redrive with a client token', path: `${DEAD_LETTERS}/${MESSAGE}/redrive`, status: 403, code: 'forbidden' },
+  {
+    name: 'purge without a token',
+    method: 'delete',
+    path: `${DEAD_LETTERS}/${MESSAGE}`,
+    auth: null,
+    status: 401,
+    code: 'unauthorized',
+  },
+  {
+    name: 'claim without a token',
+    path: CLAIM,
+    body: { fingerprint: 'f' },
+    auth: null,
+    status: 401,
+    code: 'unauthorized',
+  },
+  {
+    name: 'claim on namespace "other"',
+    path: `/v1/other/idempotency/${KEY}/claim`,
+    body: { fingerprint: 'f' },
+    status: 403,
+    code: 'forbidden',
+  },
+  {
+    name: 'attempt on namespace "other"',
+    path: `/v1/other/queues/${QUEUE}/attempts`,
+    body: { messageId: MESSAGE },
+    status: 403,
+    code: 'forbidden',
+  },
+  {
+    name: 'claim: malformed JSON',
+    path: CLAIM,
+    body: new Raw('{"fingerprint":'),
+    status: 400,
+    code: INVALID,
+    field: 'body',
+  },
+  {
+    name: 'complete: text/plain',
+    method: 'put',
+    path: KEY_PATH,
+    body: new Raw('token=x', 'text/plain'),
+    status: 415,
+    code: INVALID,
+    field: 'content-type',
+  },
+  {
+    name: 'attempts: JSON array',
+    path: ATTEMPTS,
+    body: [{ messageId: MESSAGE }],
+    status: 400,
+    code: INVALID,
+    field: 'body',
+  },
+);
+
 describe('bad input (Redis store, tokens on)', () => {
   const keyPrefix = uniquePrefix('bad-input');
   const policyDir = mkdtempSync(join(tmpdir(), 'sluice-bad-input-'));
   let app: NestFastifyApplication;
   let redis: Redis;
   let before: { retries: number; requests: number; limit: number; windowSeconds: number };
+  let seededToken: string;
+  let keyBefore: unknown;
 
   const server = () => app.getHttpServer();
   const readBudget = async (dep = DEP): Promise<typeof before> => {
@@ -355,6 +605,14 @@ describe('bad input (Redis store, tokens on)', () => {
       expect(res.body).toMatchObject({ allow: true, reason: 'granted' });
     }
     before = await readBudget();
+
+    // An in-flight idempotency key and a message with one failed attempt, both left alone by the table.
+    const claimed = await request(server()).post(CLAIM).set('authorization', SHOP).send({ fingerprint: 'f' });
+    expect(claimed.status).toBe(201);
+    seededToken = claimed.body.token;
+    keyBefore = (await request(server()).get(KEY_PATH).set('authorization', SHOP).expect(200)).body;
+    const first = await request(server()).post(ATTEMPTS).set('authorization', SHOP).send({ messageId: MESSAGE });
+    expect(first.body).toMatchObject({ attempt: 1, deadLetter: false });
     expect(before).toMatchObject({ retries: 2, requests: 40, windowSeconds: 600 });
   });
 
@@ -368,7 +626,7 @@ describe('bad input (Redis store, tokens on)', () => {
   });
 
   function send(c: BadCase): request.Test {
-    const req = c.method === 'get' ? request(server()).get(c.path) : request(server()).post(c.path);
+    const req = request(server())[c.method ?? 'post'](c.path);
     const auth = c.auth === undefined ? SHOP : c.auth;
     if (auth !== null) req.set('authorization', auth);
     if (c.body instanceof Raw) return req.set('content-type', c.body.contentType).send(c.body.text);
@@ -405,6 +663,14 @@ describe('bad input (Redis store, tokens on)', () => {
     ['names in the path', nameCases],
     ['body envelope (syntax, shape, size, content-type)', envelopeCases],
     ['tokens', authCases],
+    ['POST idempotency claim bodies', claimCases],
+    ['PUT idempotency completion bodies', completeCases],
+    ['DELETE idempotency release queries', releaseCases],
+    ['idempotency keys in the path', keyPathCases],
+    ['POST delivery attempt bodies', attemptCases],
+    ['POST delivery ack bodies', ackCases],
+    ['queue names in the path', queuePathCases],
+    ['admin dead-letter queries, ids and tokens', deadLetterCases],
   ])('%s', (_group, cases) => {
     it.each(cases.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
       const res = await send(c);
@@ -445,6 +711,22 @@ describe('bad input (Redis store, tokens on)', () => {
   });
 
   describe('after the table', () => {
+    it('the seeded idempotency key is unchanged and its token still completes it', async () => {
+      expect((await request(server()).get(KEY_PATH).set('authorization', SHOP).expect(200)).body).toEqual(keyBefore);
+      await request(server())
+        .put(KEY_PATH)
+        .set('authorization', SHOP)
+        .send({ token: seededToken, response: STORED })
+        .expect(204);
+    });
+
+    it('the seeded message has still one failed attempt, and the queue no dead letter', async () => {
+      const next = await request(server()).post(ATTEMPTS).set('authorization', SHOP).send({ messageId: MESSAGE });
+      expect(next.body).toMatchObject({ attempt: 2, deadLetter: false });
+      const page = await request(server()).get(DEAD_LETTERS).set('authorization', ADMIN).expect(200);
+      expect(page.body).toEqual({ items: [], next: null });
+    });
+
     it('the target budget is unchanged (retries and requests)', async () => {
       expect(await readBudget()).toEqual(before);
     });

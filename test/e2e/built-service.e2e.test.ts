@@ -57,6 +57,19 @@ describe('the built service (npm run build)', () => {
     });
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ allow: true, reason: 'granted', budget: { retries: 1 } });
+    const claim = await fetch(`${base}/v1/shop/idempotency/order-1/claim`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ fingerprint: 'sha256:x' }),
+    });
+    expect(claim.status).toBe(201);
+    // A script with an include (dead_letters) is found too.
+    const attempt = await fetch(`${base}/v1/shop/queues/orders/attempts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messageId: 'm-1' }),
+    });
+    expect(await attempt.json()).toMatchObject({ attempt: 1, maxAttempts: 5, deadLetter: false });
     expect(service.output()).toContain('AUTHENTICATION IS OFF');
     const client = new Redis(SHARED_REDIS_URL, { protocol: 2 });
     expect(await client.exists(`${keyPrefix}:{shop/pay}:budget`)).toBe(1);

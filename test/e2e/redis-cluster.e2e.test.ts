@@ -8,6 +8,7 @@ import { startFleet, type RunningCoordinator } from '../support/coordinator';
 import { RedisClusterProcess } from '../support/redis-cluster';
 import { deleteKeysWithPrefix } from '../support/redis';
 import { openEventStream } from '../support/sse';
+import { describeDeliveryConsumer, describeIdempotentApp, startCoordinators } from '../support/sdk-suites';
 
 const post = (url: string, body: unknown) =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -33,6 +34,13 @@ describeBreakerConformance('RedisStore (3-master Cluster)', async () =>
 );
 describeLimitsConformance('RedisStore (3-master Cluster)', async () =>
   redisStoreUnderTest({ clusterNodes: (await startedCluster()).nodes }, 'cluster-limits'),
+);
+
+describeIdempotentApp('Redis Cluster', async () =>
+  startCoordinators({ redisClusterNodes: (await startedCluster()).nodes }),
+);
+describeDeliveryConsumer('Redis Cluster', async () =>
+  startCoordinators({ redisClusterNodes: (await startedCluster()).nodes }),
 );
 
 describe('retry budget end to end on Redis Cluster', () => {

@@ -19,6 +19,13 @@ import { ReportsService } from './budgets/reports.service';
 import { RetryController } from './budgets/retry.controller';
 import { RetryService } from './budgets/retry.service';
 import { HttpErrorFilter } from './common/http-error.filter';
+import { DeadLetterDepth } from './deliveries/dead-letter-depth.service';
+import { DeadLettersController } from './deliveries/dead-letters.controller';
+import { DeadLettersService } from './deliveries/dead-letters.service';
+import { DeliveriesController } from './deliveries/deliveries.controller';
+import { DeliveriesService } from './deliveries/deliveries.service';
+import { IdempotencyController } from './idempotency/idempotency.controller';
+import { IdempotencyService } from './idempotency/idempotency.service';
 import { createValidationPipe } from './common/validation.pipe';
 import type { SluiceConfig } from './config/config';
 import { ConfigModule } from './config/config.module';
@@ -59,6 +66,9 @@ export class AppModule {
         BreakersAdminController,
         PoliciesController,
         AuditController,
+        IdempotencyController,
+        DeliveriesController,
+        DeadLettersController,
         HealthController,
         MetricsController,
       ],
@@ -79,6 +89,10 @@ export class AppModule {
         AuditService,
         PolicyAdminService,
         PolicySeeder,
+        IdempotencyService,
+        DeliveriesService,
+        DeadLettersService,
+        DeadLetterDepth,
         { provide: POLICIES_FILE, useValue: policies },
         { provide: TokenRegistry, useValue: new TokenRegistry(config.tokens) },
         { provide: APP_GUARD, useClass: AuthGuard },

@@ -7,3 +7,4 @@ export * from './random';
 export * from './breaker';
 export * from './gcra';
 export * from './latency-histogram';
+export * from './idempotency';

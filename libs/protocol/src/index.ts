@@ -6,3 +6,5 @@ export * from './errors';
 export * from './names';
 export * from './admit';
 export * from './limits';
+export * from './idempotency';
+export * from './deliveries';

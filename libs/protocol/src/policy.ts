@@ -102,8 +102,9 @@ export function mergeDependencyPolicy(
   };
 }
 
-/** A queue's delivery policy (API.md §Policy document): attempts before dead-lettering, and the redelivery backoff. */
+/** A queue's policy document (API.md §Policy document): attempts before dead-lettering, and backoff. */
 export interface QueuePolicy {
+  /** Every delivery counts, the first included: the failure of attempt `maxAttempts` parks the message. */
   maxAttempts: number;
   backoff: BackoffPolicy;
 }
@@ -127,3 +128,14 @@ export function mergeQueuePolicy(base: QueuePolicy, override: QueuePolicyOverrid
     backoff: { ...base.backoff, ...override.backoff },
   };
 }
+
+/** How long a namespace keeps idempotency keys: the default, and the most a claim may ask for. */
+export interface IdempotencyPolicy {
+  retentionSeconds: number;
+  maxRetentionSeconds: number;
+}
+
+export const DEFAULT_IDEMPOTENCY_POLICY: Readonly<IdempotencyPolicy> = Object.freeze({
+  retentionSeconds: 86_400,
+  maxRetentionSeconds: 604_800,
+});

@@ -33,6 +33,18 @@ export interface NamespaceKeys {
   events: string;
 }
 
+export interface IdempotencyKeys {
+  /** Hash: the key's state, fingerprint, fencing token, lease and stored response. */
+  record: string;
+}
+
+export interface QueueKeys {
+  /** Hash: dead letters by message id (JSON), plus the `#seq` counter that orders them. */
+  deadLetters: string;
+  /** Sorted set: message ids of dead letters, scored by their `#seq` (oldest first). */
+  deadLetterIndex: string;
+}
+
 export class SluiceKeys {
   constructor(readonly prefix = 'sluice') {}
 
@@ -51,6 +63,21 @@ export class SluiceKeys {
     };
   }
 
+  /** `{<ns>/idem/<key>}`: a dependency or queue name has no `/`, so tags cannot collide. */
+  idempotency(namespace: string, key: string): IdempotencyKeys {
+    return { record: `${this.prefix}:{${namespace}/idem/${key}}:record` };
+  }
+
+  queue(namespace: string, queue: string): QueueKeys {
+    const tagged = this.queueTag(namespace, queue);
+    return { deadLetters: `${tagged}:dlq`, deadLetterIndex: `${tagged}:dlq-index` };
+  }
+
+  /** Hash: one message's failed attempts (`n`), first attempt (`first`) and `parked` flag; same tag as its queue. */
+  deliveryAttempts(namespace: string, queue: string, messageId: string): string {
+    return `${this.queueTag(namespace, queue)}:attempts:${messageId}`;
+  }
+
   namespace(namespace: string): NamespaceKeys {
     const tagged = `${this.prefix}:{${namespace}}`;
     return { dependencies: `${tagged}:deps`, policies: `${tagged}:policies`, events: `${tagged}:events` };
@@ -64,5 +91,9 @@ export class SluiceKeys {
   /** Stream: the audit log of operators' actions, every namespace. */
   audit(): string {
     return `${this.prefix}:audit`;
+  }
+
+  private queueTag(namespace: string, queue: string): string {
+    return `${this.prefix}:{${namespace}/queue/${queue}}`;
   }
 }

@@ -51,6 +51,39 @@ describe('RedisStore keys', () => {
     }
   });
 
+  it('keeps an idempotency key in one hash under its own tag, with a TTL of max(lease, retention), then retention', async () => {
+    const ref = { namespace: 'shop', key: 'Order:42' };
+    const claim = { fingerprint: 'f', token: 't', leaseMs: 30_000, retentionMs: 120_000 };
+    await store.claimIdempotencyKey(ref, claim);
+    const record = `${prefix}:{shop/idem/Order:42}:record`;
+    expect(await client.keys(`${prefix}:{shop/idem/*`)).toEqual([record]);
+    expect(await client.pttl(record)).toBeGreaterThan(60_000);
+    await store.completeIdempotencyKey(ref, { token: 't', response: 'r' });
+    expect(await client.pttl(record)).toBeGreaterThan(60_000);
+    expect(await client.pttl(record)).toBeLessThanOrEqual(120_000);
+  });
+
+  it('keeps every key of a queue under the queue tag, each with a TTL', async () => {
+    const ref = { namespace: 'shop', queue: 'orders' };
+    const attempt = {
+      error: 'boom',
+      payload: '{}',
+      maxAttempts: 2,
+      attemptRetentionMs: 60_000,
+      deadLetters: { retentionMs: 600_000, maxLength: 100 },
+    };
+    await store.recordDeliveryAttempt(ref, { ...attempt, messageId: 'failing' });
+    await store.recordDeliveryAttempt(ref, { ...attempt, messageId: 'parked' });
+    await store.recordDeliveryAttempt(ref, { ...attempt, messageId: 'parked' });
+    const stored = (await client.keys(`${prefix}:{shop/queue/*`)).sort();
+    const tag = `${prefix}:{shop/queue/orders}`;
+    expect(stored).toEqual([`${tag}:attempts:failing`, `${tag}:attempts:parked`, `${tag}:dlq`, `${tag}:dlq-index`]);
+    expect(await client.pttl(`${tag}:attempts:failing`)).toBeLessThanOrEqual(60_000);
+    for (const key of stored) expect(await client.pttl(key)).toBeGreaterThan(0);
+    // A parked message's count lives as long as its dead letter.
+    expect(await client.pttl(`${tag}:attempts:parked`)).toBeGreaterThan(60_000);
+  });
+
   it('fails fast with StoreUnavailableError when the command does not answer in time', async () => {
     const slow = new Redis(SHARED_REDIS_URL, { protocol: 2 });
     const blocked = new RedisStore({ client: slow, keys, timeoutMs: 50 });

@@ -1,6 +1,18 @@
 import { LATENCY_BOUNDS_MS } from '@sluice/core';
 import { DEFAULT_DEPENDENCY_POLICY, type RetryBudgetPolicy } from '@sluice/protocol';
-import type { DependencyRef, OutcomeBatch, OutcomePolicy, Store, StoreEvent } from '../src';
+import { randomBytes } from 'node:crypto';
+import type {
+  DeadLetterRetention,
+  DeliveryAttemptRecord,
+  DependencyRef,
+  IdempotencyClaim,
+  IdempotencyRef,
+  OutcomeBatch,
+  OutcomePolicy,
+  QueueRef,
+  Store,
+  StoreEvent,
+} from '../src';
 
 /** What a store under test comes with: a way to let time pass, on its own clock. */
 export interface StoreUnderTest {
@@ -30,6 +42,33 @@ export function batch(counts: Partial<Omit<OutcomeBatch, 'reporter' | 'probes'>>
 
 let sequence = 0;
 const freshRef = (): DependencyRef => ({ namespace: 'conformance', dependency: `dep-${++sequence}` });
+const freshKey = (): IdempotencyRef => ({ namespace: 'conformance', key: `Order:${++sequence}.v1_x-y` });
+const freshQueue = (): QueueRef => ({ namespace: 'conformance', queue: `queue-${++sequence}` });
+const token = (): string => randomBytes(16).toString('base64url');
+const claimOf = (fields: Partial<IdempotencyClaim> = {}): IdempotencyClaim => ({
+  fingerprint: 'sha256:request-a',
+  token: token(),
+  leaseMs: 30_000,
+  retentionMs: 86_400_000,
+  ...fields,
+});
+/** A stored response with what byte-for-byte replay must keep: unicode, escapes, a NUL, CRLF. */
+const RESPONSE = JSON.stringify({
+  status: 201,
+  headers: { 'content-type': 'application/json', 'x-order': ['a', 'b'] },
+  body: '{"id":"ord_1","note":"caf\u00e9 ☕ \u0000\r\n"}',
+  bodyEncoding: 'utf8',
+});
+const DEAD_LETTERS: DeadLetterRetention = { retentionMs: 14 * 86_400_000, maxLength: 10_000 };
+const attemptOf = (messageId: string, fields: Partial<DeliveryAttemptRecord> = {}): DeliveryAttemptRecord => ({
+  messageId,
+  error: 'boom',
+  payload: '{"order":42,"items":["a","b"],"note":"ü"}',
+  maxAttempts: 3,
+  attemptRetentionMs: 86_400_000,
+  deadLetters: DEAD_LETTERS,
+  ...fields,
+});
 
 /**
  * One scenario suite for every Store: RedisStore (standalone and Cluster) and MemoryStore must
@@ -244,6 +283,316 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
       ]);
       const everyone = await store.readAudit({ limit: 4 });
       expect(everyone.map((entry) => entry.namespace)).toEqual([namespace, other, namespace, namespace]);
+    });
+
+    describe('idempotency keys', () => {
+      it('claims a new key, then answers in_flight with the time the lease has left', async () => {
+        const ref = freshKey();
+        const first = await store.claimIdempotencyKey(ref, claimOf({ leaseMs: 30_000 }));
+        expect(first).toEqual({ outcome: 'claimed', leaseExpiresAt: expect.any(Number) });
+        const second = await store.claimIdempotencyKey(ref, claimOf({ leaseMs: 30_000 }));
+        expect(second).toEqual({ outcome: 'in_flight', leaseRemainingMs: expect.any(Number) });
+        if (second.outcome !== 'in_flight') throw new Error('unreachable');
+        expect(second.leaseRemainingMs).toBeGreaterThan(0);
+        expect(second.leaseRemainingMs).toBeLessThanOrEqual(30_000);
+      });
+
+      it('answers mismatch to another fingerprint, in flight and completed, without touching the key', async () => {
+        const ref = freshKey();
+        const claim = claimOf();
+        await store.claimIdempotencyKey(ref, claim);
+        expect(await store.claimIdempotencyKey(ref, claimOf({ fingerprint: 'sha256:request-b' }))).toEqual({
+          outcome: 'mismatch',
+        });
+        expect(await store.completeIdempotencyKey(ref, { token: claim.token, response: RESPONSE })).toBe('completed');
+        expect(await store.claimIdempotencyKey(ref, claimOf({ fingerprint: 'sha256:request-b' }))).toEqual({
+          outcome: 'mismatch',
+        });
+        expect(await store.claimIdempotencyKey(ref, claimOf())).toEqual({ outcome: 'completed', response: RESPONSE });
+      });
+
+      it('lets only the current token complete; replays the first stored response exactly', async () => {
+        const ref = freshKey();
+        const claim = claimOf();
+        await store.claimIdempotencyKey(ref, claim);
+        expect(await store.completeIdempotencyKey(ref, { token: token(), response: 'forged' })).toBe('lease_lost');
+        expect(await store.completeIdempotencyKey(ref, { token: claim.token, response: RESPONSE })).toBe('completed');
+        // A repeated completion (its answer was lost) succeeds and keeps the first response.
+        expect(await store.completeIdempotencyKey(ref, { token: claim.token, response: 'second' })).toBe('completed');
+        expect(await store.claimIdempotencyKey(ref, claimOf())).toEqual({ outcome: 'completed', response: RESPONSE });
+        expect(await store.completeIdempotencyKey(freshKey(), { token: claim.token, response: RESPONSE })).toBe(
+          'lease_lost',
+        );
+      });
+
+      it('takes over an expired lease (recovered) and fences the old token off', async () => {
+        const ref = freshKey();
+        const crashed = claimOf({ leaseMs: 200, retentionMs: 60_000 });
+        expect((await store.claimIdempotencyKey(ref, crashed)).outcome).toBe('claimed');
+        await subject.pass(300);
+        const successor = claimOf({ leaseMs: 30_000, retentionMs: 60_000 });
+        expect(await store.claimIdempotencyKey(ref, successor)).toEqual({
+          outcome: 'recovered',
+          leaseExpiresAt: expect.any(Number),
+        });
+        expect(await store.claimIdempotencyKey(ref, claimOf())).toMatchObject({ outcome: 'in_flight' });
+        expect(await store.completeIdempotencyKey(ref, { token: crashed.token, response: 'late' })).toBe('lease_lost');
+        expect(await store.releaseIdempotencyKey(ref, crashed.token)).toBe('lease_lost');
+        expect(await store.completeIdempotencyKey(ref, { token: successor.token, response: RESPONSE })).toBe(
+          'completed',
+        );
+        expect(await store.claimIdempotencyKey(ref, claimOf())).toEqual({ outcome: 'completed', response: RESPONSE });
+      });
+
+      it('lets a holder whose lease ran out complete while nobody took over', async () => {
+        const ref = freshKey();
+        const slow = claimOf({ leaseMs: 200, retentionMs: 60_000 });
+        await store.claimIdempotencyKey(ref, slow);
+        await subject.pass(300);
+        expect(await store.completeIdempotencyKey(ref, { token: slow.token, response: RESPONSE })).toBe('completed');
+        expect(await store.claimIdempotencyKey(ref, claimOf())).toEqual({ outcome: 'completed', response: RESPONSE });
+      });
+
+      it('releases only for the current token while in flight; a released key is new again', async () => {
+        const ref = freshKey();
+        const claim = claimOf();
+        await store.claimIdempotencyKey(ref, claim);
+        expect(await store.releaseIdempotencyKey(ref, token())).toBe('lease_lost');
+        expect(await store.releaseIdempotencyKey(ref, claim.token)).toBe('released');
+        expect(await store.readIdempotencyKey(ref)).toBeNull();
+        expect(await store.releaseIdempotencyKey(ref, claim.token)).toBe('absent');
+        const again = claimOf({ fingerprint: 'sha256:request-b' });
+        expect((await store.claimIdempotencyKey(ref, again)).outcome).toBe('claimed');
+        await store.completeIdempotencyKey(ref, { token: again.token, response: RESPONSE });
+        expect(await store.releaseIdempotencyKey(ref, again.token)).toBe('lease_lost');
+        expect(await store.claimIdempotencyKey(ref, claimOf({ fingerprint: 'sha256:request-b' }))).toMatchObject({
+          outcome: 'completed',
+        });
+      });
+
+      it('reads the state and times of a key, and null for an unknown one', async () => {
+        const ref = freshKey();
+        expect(await store.readIdempotencyKey(ref)).toBeNull();
+        const claim = claimOf({ leaseMs: 30_000, retentionMs: 60_000 });
+        const claimed = await store.claimIdempotencyKey(ref, claim);
+        if (claimed.outcome !== 'claimed') throw new Error(`not claimed: ${claimed.outcome}`);
+        const inFlight = await store.readIdempotencyKey(ref);
+        expect(inFlight).toEqual({
+          state: 'in_flight',
+          createdAt: claimed.leaseExpiresAt - 30_000,
+          leaseExpiresAt: claimed.leaseExpiresAt,
+          expiresAt: expect.any(Number),
+        });
+        // In flight, the key lives max(lease, retention) from the claim.
+        expect(inFlight!.expiresAt).toBe(inFlight!.createdAt + 60_000);
+        await store.completeIdempotencyKey(ref, { token: claim.token, response: RESPONSE });
+        const completed = await store.readIdempotencyKey(ref);
+        expect(completed).toEqual({
+          state: 'completed',
+          createdAt: inFlight!.createdAt,
+          completedAt: expect.any(Number),
+          expiresAt: expect.any(Number),
+        });
+        // Completed, it lives its retention from the completion.
+        expect(completed!.completedAt).toBeGreaterThanOrEqual(completed!.createdAt);
+        expect(completed!.expiresAt).toBe(completed!.completedAt! + 60_000);
+      });
+
+      it('forgets a completed key after its retention, and an abandoned one after max(lease, retention)', async () => {
+        const completed = freshKey();
+        const claim = claimOf({ leaseMs: 200, retentionMs: 1000 });
+        await store.claimIdempotencyKey(completed, claim);
+        await store.completeIdempotencyKey(completed, { token: claim.token, response: RESPONSE });
+        const abandoned = freshKey();
+        await store.claimIdempotencyKey(abandoned, claimOf({ leaseMs: 200, retentionMs: 1000 }));
+        await subject.pass(1100);
+        expect(await store.readIdempotencyKey(completed)).toBeNull();
+        expect(await store.readIdempotencyKey(abandoned)).toBeNull();
+        // New again: claimed (not recovered), and with another fingerprint too.
+        expect((await store.claimIdempotencyKey(completed, claimOf({ fingerprint: 'other' }))).outcome).toBe('claimed');
+        expect((await store.claimIdempotencyKey(abandoned, claimOf())).outcome).toBe('claimed');
+      });
+
+      it('keeps the same key of two namespaces apart', async () => {
+        const key = `shared-${++sequence}`;
+        const a = { namespace: 'team-a', key };
+        const b = { namespace: 'team-b', key };
+        const claim = claimOf();
+        await store.claimIdempotencyKey(a, claim);
+        await store.completeIdempotencyKey(a, { token: claim.token, response: RESPONSE });
+        expect((await store.claimIdempotencyKey(b, claimOf({ fingerprint: 'other' }))).outcome).toBe('claimed');
+      });
+
+      it('grants exactly one of many concurrent claims', async () => {
+        const ref = freshKey();
+        const outcomes = await Promise.all(Array.from({ length: 50 }, () => store.claimIdempotencyKey(ref, claimOf())));
+        expect(outcomes.filter((o) => o.outcome === 'claimed')).toHaveLength(1);
+        expect(outcomes.filter((o) => o.outcome === 'in_flight')).toHaveLength(49);
+      });
+    });
+
+    describe('delivery attempts and dead letters', () => {
+      it('counts failed attempts and parks the message on attempt maxAttempts, payload intact', async () => {
+        const ref = freshQueue();
+        const attempt = attemptOf('msg-1', { maxAttempts: 3 });
+        const outcomes = [];
+        for (let i = 0; i < 3; i++) {
+          outcomes.push(await store.recordDeliveryAttempt(ref, { ...attempt, error: `failure ${i + 1}` }));
+        }
+        expect(outcomes).toEqual([
+          { attempt: 1, deadLetter: false, parkedNow: false, depth: 0 },
+          { attempt: 2, deadLetter: false, parkedNow: false, depth: 0 },
+          { attempt: 3, deadLetter: true, parkedNow: true, depth: 1 },
+        ]);
+        const page = await store.listDeadLetters(ref, { limit: 10, retention: DEAD_LETTERS });
+        expect(page).toEqual({
+          items: [
+            {
+              messageId: 'msg-1',
+              payload: attempt.payload,
+              error: 'failure 3',
+              attempts: 3,
+              deadLetteredAt: expect.any(Number),
+              firstAttemptAt: expect.any(Number),
+            },
+          ],
+          next: null,
+          depth: 1,
+        });
+        expect(page.items[0].firstAttemptAt).toBeLessThanOrEqual(page.items[0].deadLetteredAt);
+      });
+
+      it('keeps a parked message parked and uncounted when it comes again, without a second entry', async () => {
+        const ref = freshQueue();
+        const attempt = attemptOf('msg-1', { maxAttempts: 1 });
+        expect(await store.recordDeliveryAttempt(ref, attempt)).toEqual({
+          attempt: 1,
+          deadLetter: true,
+          parkedNow: true,
+          depth: 1,
+        });
+        expect(await store.recordDeliveryAttempt(ref, { ...attempt, maxAttempts: 5 })).toEqual({
+          attempt: 1,
+          deadLetter: true,
+          parkedNow: false,
+          depth: 1,
+        });
+        expect((await store.listDeadLetters(ref, { limit: 10, retention: DEAD_LETTERS })).items).toHaveLength(1);
+      });
+
+      it('keeps an absent payload and error as null', async () => {
+        const ref = freshQueue();
+        await store.recordDeliveryAttempt(ref, attemptOf('bare', { maxAttempts: 1, payload: null, error: null }));
+        const [entry] = (await store.listDeadLetters(ref, { limit: 1, retention: DEAD_LETTERS })).items;
+        expect(entry).toMatchObject({ messageId: 'bare', payload: null, error: null, attempts: 1 });
+      });
+
+      it('forgets the count on ack, so the next failure is attempt 1 again', async () => {
+        const ref = freshQueue();
+        await store.recordDeliveryAttempt(ref, attemptOf('msg-1'));
+        await store.recordDeliveryAttempt(ref, attemptOf('msg-1'));
+        expect(await store.ackDelivery(ref, 'msg-1')).toBe(true);
+        expect(await store.ackDelivery(ref, 'msg-1')).toBe(false);
+        expect((await store.recordDeliveryAttempt(ref, attemptOf('msg-1'))).attempt).toBe(1);
+      });
+
+      it('keeps queues and messages apart', async () => {
+        const a = freshQueue();
+        const b = freshQueue();
+        await store.recordDeliveryAttempt(a, attemptOf('msg-1'));
+        await store.recordDeliveryAttempt(a, attemptOf('msg-1'));
+        expect((await store.recordDeliveryAttempt(a, attemptOf('msg-2'))).attempt).toBe(1);
+        expect((await store.recordDeliveryAttempt(b, attemptOf('msg-1'))).attempt).toBe(1);
+      });
+
+      it('pages dead letters oldest first with a cursor', async () => {
+        const ref = freshQueue();
+        const ids = Array.from({ length: 5 }, (_, i) => `msg-${i}`);
+        for (const id of ids) await store.recordDeliveryAttempt(ref, attemptOf(id, { maxAttempts: 1 }));
+        const first = await store.listDeadLetters(ref, { limit: 2, retention: DEAD_LETTERS });
+        expect(first.items.map((entry) => entry.messageId)).toEqual(['msg-0', 'msg-1']);
+        expect(first.depth).toBe(5);
+        expect(first.next).toEqual(expect.any(String));
+        const second = await store.listDeadLetters(ref, { limit: 2, after: first.next!, retention: DEAD_LETTERS });
+        expect(second.items.map((entry) => entry.messageId)).toEqual(['msg-2', 'msg-3']);
+        // A dead letter removed between pages does not shift the next one.
+        await store.purgeDeadLetter(ref, 'msg-2');
+        const third = await store.listDeadLetters(ref, { limit: 2, after: second.next!, retention: DEAD_LETTERS });
+        expect(third).toMatchObject({ items: [{ messageId: 'msg-4' }], next: null, depth: 4 });
+        const all = await store.listDeadLetters(ref, { limit: 10, retention: DEAD_LETTERS });
+        expect(all.items.map((entry) => entry.messageId)).toEqual(['msg-0', 'msg-1', 'msg-3', 'msg-4']);
+        expect(all.next).toBeNull();
+      });
+
+      it('redrives a dead letter: the entry comes back, leaves the store, and the count starts over', async () => {
+        const ref = freshQueue();
+        const attempt = attemptOf('msg-1', { maxAttempts: 2 });
+        await store.recordDeliveryAttempt(ref, attempt);
+        await store.recordDeliveryAttempt(ref, attempt);
+        const entry = await store.redriveDeadLetter(ref, 'msg-1');
+        expect(entry).toMatchObject({ messageId: 'msg-1', payload: attempt.payload, error: 'boom', attempts: 2 });
+        expect(await store.redriveDeadLetter(ref, 'msg-1')).toBeNull();
+        expect(await store.countDeadLetters(ref, DEAD_LETTERS)).toBe(0);
+        expect(await store.recordDeliveryAttempt(ref, attempt)).toMatchObject({ attempt: 1, deadLetter: false });
+      });
+
+      it('purges a dead letter and its count; an unknown one is false', async () => {
+        const ref = freshQueue();
+        await store.recordDeliveryAttempt(ref, attemptOf('msg-1', { maxAttempts: 1 }));
+        await store.recordDeliveryAttempt(ref, attemptOf('msg-2', { maxAttempts: 1 }));
+        expect(await store.purgeDeadLetter(ref, 'msg-1')).toBe(true);
+        expect(await store.purgeDeadLetter(ref, 'msg-1')).toBe(false);
+        expect(await store.purgeDeadLetter(ref, 'never')).toBe(false);
+        expect(await store.countDeadLetters(ref, DEAD_LETTERS)).toBe(1);
+        expect((await store.recordDeliveryAttempt(ref, attemptOf('msg-1'))).attempt).toBe(1);
+      });
+
+      it('drops dead letters past their retention, and the oldest past the maximum length', async () => {
+        const aging = freshQueue();
+        const short = { retentionMs: 1000, maxLength: 100 };
+        await store.recordDeliveryAttempt(aging, attemptOf('old', { maxAttempts: 1, deadLetters: short }));
+        await subject.pass(600);
+        await store.recordDeliveryAttempt(aging, attemptOf('young', { maxAttempts: 1, deadLetters: short }));
+        await subject.pass(600);
+        const page = await store.listDeadLetters(aging, { limit: 10, retention: short });
+        expect(page).toMatchObject({ items: [{ messageId: 'young' }], depth: 1 });
+
+        const capped = freshQueue();
+        const three = { ...DEAD_LETTERS, maxLength: 3 };
+        for (let i = 0; i < 5; i++) {
+          await store.recordDeliveryAttempt(capped, attemptOf(`msg-${i}`, { maxAttempts: 1, deadLetters: three }));
+        }
+        const kept = await store.listDeadLetters(capped, { limit: 10, retention: three });
+        expect(kept.items.map((entry) => entry.messageId)).toEqual(['msg-2', 'msg-3', 'msg-4']);
+        expect(await store.countDeadLetters(capped, three)).toBe(3);
+      });
+
+      it('forgets an attempt count after its retention', async () => {
+        const ref = freshQueue();
+        await store.recordDeliveryAttempt(ref, attemptOf('msg-1', { attemptRetentionMs: 1000 }));
+        await subject.pass(1100);
+        expect((await store.recordDeliveryAttempt(ref, attemptOf('msg-1'))).attempt).toBe(1);
+      });
+
+      it('parks exactly once under concurrent failures of one message', async () => {
+        const ref = freshQueue();
+        const outcomes = await Promise.all(
+          Array.from({ length: 20 }, () => store.recordDeliveryAttempt(ref, attemptOf('msg-1', { maxAttempts: 5 }))),
+        );
+        expect(outcomes.map((o) => o.attempt).sort((x, y) => x - y)).toEqual([1, 2, 3, 4, ...Array(16).fill(5)]);
+        expect(outcomes.filter((o) => o.parkedNow)).toHaveLength(1);
+        expect(await store.countDeadLetters(ref, DEAD_LETTERS)).toBe(1);
+      });
+
+      it('reads an unknown queue as empty', async () => {
+        const ref = freshQueue();
+        expect(await store.listDeadLetters(ref, { limit: 10, retention: DEAD_LETTERS })).toEqual({
+          items: [],
+          next: null,
+          depth: 0,
+        });
+        expect(await store.countDeadLetters(ref, DEAD_LETTERS)).toBe(0);
+      });
     });
 
     it('answers a ping', async () => {

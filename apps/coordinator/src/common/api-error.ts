@@ -37,3 +37,13 @@ export const storeUnavailable = (retryAfterSeconds = 1): ApiError =>
   new ApiError(503, 'store_unavailable', 'the state store did not answer in time', undefined, {
     'retry-after': String(retryAfterSeconds),
   });
+
+export const payloadTooLarge = (field: string, limitBytes: number): ApiError => {
+  const message = `must be at most ${limitBytes} bytes`;
+  return new ApiError(413, 'payload_too_large', `${field}: ${message}`, [{ field, message }]);
+};
+
+export const notFound = (message: string): ApiError => new ApiError(404, 'not_found', message);
+
+/** A `Retry-After` value: whole seconds, rounded up, at least 1 (API.md §Conventions). */
+export const retryAfterSeconds = (ms: number): string => String(Math.max(1, Math.ceil(ms / 1000)));

@@ -16,6 +16,24 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly idempotencyRequests = new Counter({
+    name: 'sluice_idempotency_requests_total',
+    help: 'Idempotency key claims by namespace and result: claimed, replayed, in_flight, mismatch, recovered.',
+    labelNames: ['namespace', 'result'] as const,
+    registers: [this.registry],
+  });
+
+  /** Called before each scrape of sluice_dead_letters, to read the depths afresh. */
+  refreshDeadLetters: () => Promise<void> = async () => {};
+
+  readonly deadLetters = new Gauge({
+    name: 'sluice_dead_letters',
+    help: 'Dead letters parked per queue (the queues this instance has seen).',
+    labelNames: ['namespace', 'queue'] as const,
+    registers: [this.registry],
+    collect: () => this.refreshDeadLetters(),
+  });
+
   readonly httpRequestDuration = new Histogram({
     name: 'sluice_http_request_duration_seconds',
     help: 'HTTP request duration by method, route template and status code.',

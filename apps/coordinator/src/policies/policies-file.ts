@@ -6,12 +6,19 @@ import {
   mergeDependencyPolicy,
   type DependencyPolicy,
   type DependencyPolicyOverride,
+  type IdempotencyPolicy,
   type QueuePolicyOverride,
   type NamedLimitPolicy,
 } from '@sluice/protocol';
 import { ConfigError } from '../config/config-error';
 import type { FieldProblem } from '../config/validation-messages';
-import { validatePolicyOverride, validateQueuePolicy, validateRateLimit, type Validation } from './policy-validation';
+import {
+  validateIdempotencyPolicy,
+  validatePolicyOverride,
+  validateQueuePolicy,
+  validateRateLimit,
+  type Validation,
+} from './policy-validation';
 
 const VARIABLE = 'SLUICE_POLICIES_FILE';
 
@@ -28,6 +35,10 @@ const VARIABLE = 'SLUICE_POLICIES_FILE';
  *       checkout: { rate: 100, periodMs: 1000, burst: 20 }
  *     queues:
  *       emails: { maxAttempts: 8, backoff: { baseMs: 2000 } }
+ *     queueDefault: { backoff: { baseMs: 500 } }     # every queue of shop, in process
+ *     idempotency: { retentionSeconds: 3600 }          # in process
+ * queueDefault: { maxAttempts: 8 }                    # every queue, in process
+ * idempotency: { retentionSeconds: 86400, maxRetentionSeconds: 604800 }
  * ```
  * The top-level `default` is read by every instance from its own copy of the file. The documents
  * under `namespaces` are written to the store at boot only where the store has none, so once
@@ -35,6 +46,10 @@ const VARIABLE = 'SLUICE_POLICIES_FILE';
  */
 export interface PoliciesFile {
   default?: DependencyPolicyOverride;
+  /** Every queue of every namespace, under the queue's own document. */
+  queueDefault?: QueuePolicyOverride;
+  /** How long idempotency keys are kept, in every namespace. */
+  idempotency?: Partial<IdempotencyPolicy>;
   namespaces: Record<string, NamespacePoliciesFile>;
 }
 
@@ -43,6 +58,9 @@ export interface NamespacePoliciesFile {
   dependencies: Record<string, DependencyPolicyOverride>;
   limits?: Record<string, NamedLimitPolicy>;
   queues?: Record<string, QueuePolicyOverride>;
+  /** Every queue of the namespace, under the queue's own document. */
+  queueDefault?: QueuePolicyOverride;
+  idempotency?: Partial<IdempotencyPolicy>;
 }
 
 export function readPoliciesFile(path: string): PoliciesFile {
@@ -57,8 +75,14 @@ export function readPoliciesFile(path: string): PoliciesFile {
 
 export function parsePolicies(document: unknown, source: string): PoliciesFile {
   const root = asRecord(document, '', source);
-  allowOnly(root, ['default', 'namespaces'], '', source);
-  const file: PoliciesFile = { namespaces: {} };
+  allowOnly(root, ['default', 'queueDefault', 'idempotency', 'namespaces'], '', source);
+  const file: PoliciesFile = {
+    namespaces: {},
+    queueDefault: optional(root.queueDefault, (value) => checked(validateQueuePolicy(value, 'queueDefault.'), source)),
+    idempotency: optional(root.idempotency, (value) =>
+      checked(validateIdempotencyPolicy(value, 'idempotency.'), source),
+    ),
+  };
   if (root.default !== undefined) file.default = policyAt(root.default, 'default.', source);
   // Rules across fields are checked on what each document is overlaid on: the file's default for
   // a namespace default, and that namespace default for its dependencies.
@@ -68,7 +92,12 @@ export function parsePolicies(document: unknown, source: string): PoliciesFile {
     const path = `namespaces.${namespace}`;
     checkName(namespace, path, source);
     const entry = asRecord(value, path, source);
-    allowOnly(entry, ['default', 'dependencies', 'limits', 'queues'], `${path}.`, source);
+    allowOnly(
+      entry,
+      ['default', 'dependencies', 'limits', 'queues', 'queueDefault', 'idempotency'],
+      `${path}.`,
+      source,
+    );
     const namespaceDefault =
       entry.default === undefined ? undefined : policyAt(entry.default, `${path}.default.`, source, fileBase);
     const namespaceBase = mergeDependencyPolicy(fileBase, namespaceDefault);
@@ -82,6 +111,12 @@ export function parsePolicies(document: unknown, source: string): PoliciesFile {
       ),
       queues: namedDocuments(entry.queues, `${path}.queues`, source, (document, at) =>
         checked(validateQueuePolicy(document, at), source),
+      ),
+      queueDefault: optional(entry.queueDefault, (document) =>
+        checked(validateQueuePolicy(document, `${path}.queueDefault.`), source),
+      ),
+      idempotency: optional(entry.idempotency, (document) =>
+        checked(validateIdempotencyPolicy(document, `${path}.idempotency.`), source),
       ),
     };
   }
@@ -102,6 +137,10 @@ function namedDocuments<T>(
     documents[name] = parse(document, `${path}.${name}.`);
   }
   return documents;
+}
+
+function optional<T>(value: unknown, parse: (value: unknown) => T): T | undefined {
+  return value === undefined ? undefined : parse(value);
 }
 
 function policyAt(

@@ -1,4 +1,4 @@
-import type { BackoffPolicy, DependencyPolicy, QueuePolicy } from '@sluice/protocol';
+import type { BackoffPolicy, DependencyPolicy, IdempotencyPolicy, QueuePolicy } from '@sluice/protocol';
 import type { FieldProblem } from '../config/validation-messages';
 
 /** Rules across fields of a merged policy, which per-field validation cannot see. */
@@ -18,5 +18,12 @@ export function queueCrossFieldProblems(policy: QueuePolicy, path = ''): FieldPr
 function backoffProblems(backoff: BackoffPolicy, path: string): FieldProblem[] {
   return backoff.capMs < backoff.baseMs
     ? [{ field: `${path}backoff.capMs`, message: 'capMs must not be below backoff.baseMs' }]
+    : [];
+}
+
+/** Within one section, the default retention is not above the maximum (across levels it is capped). */
+export function idempotencyProblems(policy: Partial<IdempotencyPolicy>, path = ''): FieldProblem[] {
+  return (policy.retentionSeconds ?? 0) > (policy.maxRetentionSeconds ?? Infinity)
+    ? [{ field: `${path}retentionSeconds`, message: 'retentionSeconds must not exceed maxRetentionSeconds' }]
     : [];
 }

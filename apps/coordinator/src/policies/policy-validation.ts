@@ -7,13 +7,14 @@ import {
   mergeQueuePolicy,
   type DependencyPolicy,
   type DependencyPolicyOverride,
+  type IdempotencyPolicy,
   type QueuePolicyOverride,
   type NamedLimitPolicy,
 } from '@sluice/protocol';
 import type { FieldProblem } from '../config/validation-messages';
 import { flattenValidationErrors } from '../config/validation-messages';
-import { DependencyPolicyDto, NamedLimitPolicyDto, QueuePolicyDto } from './policy.dto';
-import { crossFieldProblems, queueCrossFieldProblems } from './policy-rules';
+import { DependencyPolicyDto, IdempotencyPolicyDto, NamedLimitPolicyDto, QueuePolicyDto } from './policy.dto';
+import { crossFieldProblems, idempotencyProblems, queueCrossFieldProblems } from './policy-rules';
 
 export type Validation<T> = { ok: true; policy: T } | { ok: false; problems: FieldProblem[] };
 export type PolicyValidation = Validation<DependencyPolicyOverride>;
@@ -44,6 +45,14 @@ export function validateQueuePolicy(plain: unknown, path = ''): Validation<Queue
   const fields = validateFields(QueuePolicyDto, plain, path);
   if (!fields.ok) return fields;
   const problems = queueCrossFieldProblems(mergeQueuePolicy(DEFAULT_QUEUE_POLICY, fields.policy), path);
+  return problems.length > 0 ? { ok: false, problems } : fields;
+}
+
+/** Validates a namespace's idempotency settings: `{retentionSeconds, maxRetentionSeconds}`. */
+export function validateIdempotencyPolicy(plain: unknown, path = ''): Validation<Partial<IdempotencyPolicy>> {
+  const fields = validateFields(IdempotencyPolicyDto, plain, path);
+  if (!fields.ok) return fields;
+  const problems = idempotencyProblems(fields.policy, path);
   return problems.length > 0 ? { ok: false, problems } : fields;
 }
 

@@ -6,6 +6,7 @@ import type {
   BreakerPolicy,
   ConcurrencyPolicy,
   DependencyPolicyOverride,
+  IdempotencyPolicy,
   JitterKind,
   NamedLimitPolicy,
   PolicyMode,
@@ -211,4 +212,21 @@ export class QueuePolicyDto implements QueuePolicyOverride {
   @ValidateNested()
   @Type(() => BackoffPolicyDto)
   backoff?: BackoffPolicyDto;
+}
+
+/** The longest an idempotency key may be kept (7 days). */
+export const MAX_IDEMPOTENCY_RETENTION_SECONDS = 604_800;
+
+export class IdempotencyPolicyDto implements Partial<IdempotencyPolicy> {
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(MAX_IDEMPOTENCY_RETENTION_SECONDS)
+  retentionSeconds?: number;
+
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(MAX_IDEMPOTENCY_RETENTION_SECONDS)
+  maxRetentionSeconds?: number;
 }

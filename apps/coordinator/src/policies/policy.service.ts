@@ -1,11 +1,13 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import {
   DEFAULT_DEPENDENCY_POLICY,
+  DEFAULT_IDEMPOTENCY_POLICY,
   DEFAULT_QUEUE_POLICY,
   mergeDependencyPolicy,
   mergeQueuePolicy,
   type DependencyPolicy,
   type DependencyPolicyOverride,
+  type IdempotencyPolicy,
   type QueuePolicy,
   type QueuePolicyOverride,
   type NamedLimitPolicy,
@@ -68,10 +70,10 @@ export class PolicyService implements BeforeApplicationShutdown {
   private stopped = false;
 
   constructor(
-    @Inject(POLICIES_FILE) file: PoliciesFile,
+    @Inject(POLICIES_FILE) private readonly file: PoliciesFile,
     @Inject(STORE) private readonly store: Store,
   ) {
-    this.fileBase = mergeDependencyPolicy(DEFAULT_DEPENDENCY_POLICY, file.default);
+    this.fileBase = mergeDependencyPolicy(DEFAULT_DEPENDENCY_POLICY, this.file.default);
   }
 
   /** The built-in defaults overlaid by the policies file's `default`: what a namespace default overlays. */
@@ -95,9 +97,24 @@ export class PolicyService implements BeforeApplicationShutdown {
     return (await this.namespace(namespace)).limits.get(limit);
   }
 
-  /** A queue's delivery policy: the defaults overlaid by the queue's document, if any. */
+  /**
+   * A queue's delivery policy: the defaults, the file's `queueDefault` and the namespace's (both in
+   * process), then the queue's stored document.
+   */
   async forQueue(namespace: string, queue: string): Promise<QueuePolicy> {
-    return mergeQueuePolicy(DEFAULT_QUEUE_POLICY, (await this.namespace(namespace)).queues.get(queue));
+    const stored = (await this.namespace(namespace)).queues.get(queue);
+    const inFile = this.file.namespaces[namespace];
+    return [this.file.queueDefault, inFile?.queueDefault, stored].reduce(mergeQueuePolicy, DEFAULT_QUEUE_POLICY);
+  }
+
+  /** How long the namespace keeps idempotency keys (from the file; the default never above the maximum). */
+  forIdempotency(namespace: string): IdempotencyPolicy {
+    const merged = {
+      ...DEFAULT_IDEMPOTENCY_POLICY,
+      ...this.file.idempotency,
+      ...this.file.namespaces[namespace]?.idempotency,
+    };
+    return { ...merged, retentionSeconds: Math.min(merged.retentionSeconds, merged.maxRetentionSeconds) };
   }
 
   /** Forgets what this instance read of a namespace: the next use reads the store again. */

@@ -21,6 +21,16 @@ const OPERATIONS: Record<StoreOperation, true> = {
   writePolicy: true,
   appendAudit: true,
   readAudit: true,
+  claimIdempotencyKey: true,
+  completeIdempotencyKey: true,
+  releaseIdempotencyKey: true,
+  readIdempotencyKey: true,
+  recordDeliveryAttempt: true,
+  ackDelivery: true,
+  listDeadLetters: true,
+  redriveDeadLetter: true,
+  purgeDeadLetter: true,
+  countDeadLetters: true,
   ping: true,
 };
 

@@ -9,13 +9,32 @@ import {
   epochSecond,
   retryBudgetLimit,
   systemClock,
+  claimIdempotencyEntry,
+  completeIdempotencyEntry,
+  releaseIdempotencyEntry,
   type BreakerRecord,
   type Clock,
+  type IdempotencyEntry,
 } from '@sluice/core';
 import { DEFAULT_DEPENDENCY_POLICY, type RateLimitPolicy } from '@sluice/protocol';
 import { SluiceKeys } from '../keys';
 import { AUDIT_ENTRIES_KEPT } from '../store';
+import { ExpiringMap } from './expiring-map';
 import type {
+  DeadLetterPageRequest,
+  DeadLetterRetention,
+  DeliveryAttemptOutcome,
+  DeliveryAttemptRecord,
+  IdempotencyClaim,
+  IdempotencyClaimOutcome,
+  IdempotencyCompletion,
+  IdempotencyCompletionOutcome,
+  IdempotencyRecord,
+  IdempotencyRef,
+  IdempotencyReleaseOutcome,
+  QueueRef,
+  StoredDeadLetter,
+  StoredDeadLetterPage,
   AuditEntry,
   AuditRecord,
   PolicyDocumentRef,
@@ -44,6 +63,18 @@ import type {
 } from '../store';
 
 type BudgetField = 'requests' | 'retries';
+interface AttemptCounter {
+  attempts: number;
+  firstAttemptAt: number;
+  parked: boolean;
+}
+
+/** A queue's dead letters in parking order, as the Redis hash and sorted set keep them. */
+interface DeadLetterQueue {
+  sequence: number;
+  /** Message id → entry; a Map keeps insertion order, and a re-parked message moves to the end. */
+  entries: Map<string, StoredDeadLetter & { seq: number }>;
+}
 type OutcomeField = 'successes' | 'failures' | 'slow';
 
 /** Everything kept for one dependency (in Redis: the keys of one hash tag). */
@@ -78,6 +109,9 @@ export class MemoryStore implements Store {
   private readonly audit: AuditEntry[] = [];
   /** Named rate limit key → theoretical arrival time (epoch ms). */
   private readonly rateLimits = new Map<string, number>();
+  private readonly idempotency = new ExpiringMap<IdempotencyEntry>();
+  private readonly attempts = new ExpiringMap<AttemptCounter>();
+  private readonly deadLetters = new ExpiringMap<DeadLetterQueue>();
   private readonly clock: Clock;
   private readonly keys: SluiceKeys;
 
@@ -339,12 +373,157 @@ export class MemoryStore implements Store {
     return this.subscribe(this.keys.namespace(namespace).events, handler);
   }
 
+  async claimIdempotencyKey(ref: IdempotencyRef, claim: IdempotencyClaim): Promise<IdempotencyClaimOutcome> {
+    const now = this.clock.now();
+    const key = this.keys.idempotency(ref.namespace, ref.key).record;
+    const verdict = claimIdempotencyEntry(this.idempotency.get(key, now), claim, now);
+    switch (verdict.verdict) {
+      case 'claimed':
+      case 'recovered':
+        this.idempotency.set(key, verdict.entry, verdict.entry.expiresAt, now);
+        return { outcome: verdict.verdict, leaseExpiresAt: verdict.entry.leaseExpiresAt };
+      case 'completed':
+        return { outcome: 'completed', response: verdict.entry.response ?? '' };
+      case 'in_flight':
+        return { outcome: 'in_flight', leaseRemainingMs: verdict.leaseRemainingMs };
+      case 'mismatch':
+        return { outcome: 'mismatch' };
+    }
+  }
+
+  async completeIdempotencyKey(
+    ref: IdempotencyRef,
+    completion: IdempotencyCompletion,
+  ): Promise<IdempotencyCompletionOutcome> {
+    const now = this.clock.now();
+    const key = this.keys.idempotency(ref.namespace, ref.key).record;
+    const completed = completeIdempotencyEntry(
+      this.idempotency.get(key, now),
+      completion.token,
+      completion.response,
+      now,
+    );
+    if (!completed) return 'lease_lost';
+    this.idempotency.set(key, completed, completed.expiresAt, now);
+    return 'completed';
+  }
+
+  async releaseIdempotencyKey(ref: IdempotencyRef, token: string): Promise<IdempotencyReleaseOutcome> {
+    const key = this.keys.idempotency(ref.namespace, ref.key).record;
+    const outcome = releaseIdempotencyEntry(this.idempotency.get(key, this.clock.now()), token);
+    if (outcome === 'released') this.idempotency.delete(key);
+    return outcome;
+  }
+
+  async readIdempotencyKey(ref: IdempotencyRef): Promise<IdempotencyRecord | null> {
+    const entry = this.idempotency.get(this.keys.idempotency(ref.namespace, ref.key).record, this.clock.now());
+    if (!entry) return null;
+    return {
+      state: entry.state,
+      createdAt: entry.createdAt,
+      expiresAt: entry.expiresAt,
+      ...(entry.state === 'in_flight' ? { leaseExpiresAt: entry.leaseExpiresAt } : {}),
+      ...(entry.completedAt !== undefined ? { completedAt: entry.completedAt } : {}),
+    };
+  }
+
+  async recordDeliveryAttempt(ref: QueueRef, attempt: DeliveryAttemptRecord): Promise<DeliveryAttemptOutcome> {
+    const now = this.clock.now();
+    const counterKey = this.keys.deliveryAttempts(ref.namespace, ref.queue, attempt.messageId);
+    const counter = this.attempts.get(counterKey, now) ?? { attempts: 0, firstAttemptAt: now, parked: false };
+    if (counter.parked) {
+      return {
+        attempt: counter.attempts,
+        deadLetter: true,
+        parkedNow: false,
+        depth: this.pruneDeadLetters(ref, attempt.deadLetters, now),
+      };
+    }
+    counter.attempts += 1;
+    if (counter.attempts < attempt.maxAttempts) {
+      this.attempts.set(counterKey, counter, now + attempt.attemptRetentionMs, now);
+      return { attempt: counter.attempts, deadLetter: false, parkedNow: false, depth: this.deadLetterDepth(ref, now) };
+    }
+    const queueKey = this.keys.queue(ref.namespace, ref.queue).deadLetters;
+    const queue = this.deadLetters.get(queueKey, now) ?? { sequence: 0, entries: new Map() };
+    queue.sequence += 1;
+    queue.entries.delete(attempt.messageId);
+    queue.entries.set(attempt.messageId, {
+      messageId: attempt.messageId,
+      payload: attempt.payload,
+      error: attempt.error || null,
+      attempts: counter.attempts,
+      deadLetteredAt: now,
+      firstAttemptAt: counter.firstAttemptAt,
+      seq: queue.sequence,
+    });
+    const { retentionMs } = attempt.deadLetters;
+    this.deadLetters.set(queueKey, queue, now + retentionMs, now);
+    this.attempts.set(counterKey, { ...counter, parked: true }, now + retentionMs, now);
+    const depth = this.pruneDeadLetters(ref, attempt.deadLetters, now);
+    return { attempt: counter.attempts, deadLetter: true, parkedNow: true, depth };
+  }
+
+  async ackDelivery(ref: QueueRef, messageId: string): Promise<boolean> {
+    const key = this.keys.deliveryAttempts(ref.namespace, ref.queue, messageId);
+    const known = this.attempts.get(key, this.clock.now()) !== undefined;
+    this.attempts.delete(key);
+    return known;
+  }
+
+  async listDeadLetters(ref: QueueRef, page: DeadLetterPageRequest): Promise<StoredDeadLetterPage> {
+    const now = this.clock.now();
+    const depth = this.pruneDeadLetters(ref, page.retention, now);
+    const after = page.after === undefined ? -Infinity : Number(page.after);
+    const queue = this.deadLetters.get(this.keys.queue(ref.namespace, ref.queue).deadLetters, now);
+    const rows = [...(queue?.entries.values() ?? [])].filter((entry) => entry.seq > after);
+    const items = rows.slice(0, page.limit);
+    const next = rows.length > page.limit ? String(items[items.length - 1].seq) : null;
+    return { items: items.map(withoutSequence), next, depth };
+  }
+
+  async redriveDeadLetter(ref: QueueRef, messageId: string): Promise<StoredDeadLetter | null> {
+    return this.removeDeadLetter(ref, messageId);
+  }
+
+  async purgeDeadLetter(ref: QueueRef, messageId: string): Promise<boolean> {
+    return (await this.removeDeadLetter(ref, messageId)) !== null;
+  }
+
+  async countDeadLetters(ref: QueueRef, retention: DeadLetterRetention): Promise<number> {
+    return this.pruneDeadLetters(ref, retention, this.clock.now());
+  }
+
   async ping(): Promise<void> {}
 
   async waitUntilReady(): Promise<void> {}
 
   async close(): Promise<void> {
     this.handlers.clear();
+  }
+
+  private removeDeadLetter(ref: QueueRef, messageId: string): StoredDeadLetter | null {
+    const queue = this.deadLetters.get(this.keys.queue(ref.namespace, ref.queue).deadLetters, this.clock.now());
+    const entry = queue?.entries.get(messageId);
+    if (!queue || !entry) return null;
+    queue.entries.delete(messageId);
+    this.attempts.delete(this.keys.deliveryAttempts(ref.namespace, ref.queue, messageId));
+    return withoutSequence(entry);
+  }
+
+  private deadLetterDepth(ref: QueueRef, now: number): number {
+    return this.deadLetters.get(this.keys.queue(ref.namespace, ref.queue).deadLetters, now)?.entries.size ?? 0;
+  }
+
+  /** Drops dead letters past their retention and the oldest past the maximum length; returns the depth. */
+  private pruneDeadLetters(ref: QueueRef, retention: DeadLetterRetention, now: number): number {
+    const queue = this.deadLetters.get(this.keys.queue(ref.namespace, ref.queue).deadLetters, now);
+    if (!queue) return 0;
+    for (const [messageId, entry] of queue.entries) {
+      if (entry.deadLetteredAt > now - retention.retentionMs && queue.entries.size <= retention.maxLength) break;
+      queue.entries.delete(messageId);
+    }
+    return queue.entries.size;
   }
 
   /** Forgets rate limit keys back at a full burst (as their Redis keys expire). */
@@ -471,4 +650,8 @@ function clearWindow(state: DependencyState): void {
 
 function pruneExpired(probes: Map<string, number>, now: number): void {
   for (const [token, expiresAt] of probes) if (expiresAt <= now) probes.delete(token);
+}
+
+function withoutSequence({ seq: _seq, ...entry }: StoredDeadLetter & { seq: number }): StoredDeadLetter {
+  return entry;
 }

@@ -1,6 +1,16 @@
 import type { EventHandler, StoreEvent, Unsubscribe } from '../store';
 import type { RedisClient } from './connection';
 
+const UNSUBSCRIBE_TIMEOUT_MS = 1000;
+
+function withTimeout<T>(operation: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([operation, timeout]).finally(() => clearTimeout(timer));
+}
+
 /**
  * Fans sharded pub/sub messages out to handlers over one subscriber connection; a channel is
  * subscribed while at least one handler wants it.
@@ -25,7 +35,10 @@ export class RedisEventSubscriber {
       const current = this.handlers.get(channel);
       if (!current?.delete(handler) || current.size > 0) return;
       this.handlers.delete(channel);
-      await this.subscriber.sunsubscribe(channel).catch(() => undefined);
+      // Never wait on a lost connection (shutdown must not hang): a channel left subscribed only
+      // brings messages nobody handles.
+      if (this.subscriber.status !== 'ready') return;
+      await withTimeout(this.subscriber.sunsubscribe(channel), UNSUBSCRIBE_TIMEOUT_MS).catch(() => undefined);
     };
   }
 

@@ -21,6 +21,20 @@ import type {
   BreakerAction,
   BreakerSnapshot,
   DependencyReadPolicy,
+  DeadLetterPageRequest,
+  DeadLetterRetention,
+  DeliveryAttemptOutcome,
+  DeliveryAttemptRecord,
+  IdempotencyClaim,
+  IdempotencyClaimOutcome,
+  IdempotencyCompletion,
+  IdempotencyCompletionOutcome,
+  IdempotencyRecord,
+  IdempotencyRef,
+  IdempotencyReleaseOutcome,
+  QueueRef,
+  StoredDeadLetter,
+  StoredDeadLetterPage,
   DependencyRef,
   DependencyRegistration,
   DependencySnapshot,
@@ -91,6 +105,8 @@ function breakerFromReply(reply: Reply, offset: number): BreakerSnapshot {
   }
   return { record, transitions };
 }
+
+const RELEASE_OUTCOMES: Record<number, IdempotencyReleaseOutcome> = { 0: 'lease_lost', 1: 'released', 2: 'absent' };
 
 export interface RedisStoreOptions {
   client: RedisClient;
@@ -364,6 +380,131 @@ export class RedisStore implements Store {
     return this.subscribe(this.keys.namespace(namespace).events, handler);
   }
 
+  async claimIdempotencyKey(ref: IdempotencyRef, claim: IdempotencyClaim): Promise<IdempotencyClaimOutcome> {
+    const [code, value] = await this.run<[number, number | string | undefined]>(
+      'claim_idempotency_key',
+      this.keys.idempotency(ref.namespace, ref.key).record,
+      claim.fingerprint,
+      claim.token,
+      claim.leaseMs,
+      claim.retentionMs,
+    );
+    switch (code) {
+      case 1:
+        return { outcome: 'claimed', leaseExpiresAt: Number(value) };
+      case 2:
+        return { outcome: 'recovered', leaseExpiresAt: Number(value) };
+      case 3:
+        return { outcome: 'completed', response: String(value) };
+      case 4:
+        return { outcome: 'in_flight', leaseRemainingMs: Number(value) };
+      default:
+        return { outcome: 'mismatch' };
+    }
+  }
+
+  async completeIdempotencyKey(
+    ref: IdempotencyRef,
+    completion: IdempotencyCompletion,
+  ): Promise<IdempotencyCompletionOutcome> {
+    const reply = await this.run<number>(
+      'complete_idempotency_key',
+      this.keys.idempotency(ref.namespace, ref.key).record,
+      completion.token,
+      completion.response,
+    );
+    return reply === 1 ? 'completed' : 'lease_lost';
+  }
+
+  async releaseIdempotencyKey(ref: IdempotencyRef, token: string): Promise<IdempotencyReleaseOutcome> {
+    const reply = await this.run<number>(
+      'release_idempotency_key',
+      this.keys.idempotency(ref.namespace, ref.key).record,
+      token,
+    );
+    return RELEASE_OUTCOMES[reply];
+  }
+
+  async readIdempotencyKey(ref: IdempotencyRef): Promise<IdempotencyRecord | null> {
+    const reply = await this.run<[IdempotencyRecord['state'], number, number, number, number] | []>(
+      'read_idempotency_key',
+      this.keys.idempotency(ref.namespace, ref.key).record,
+    );
+    if (reply.length === 0) return null;
+    const [state, createdAt, expiresAt, leaseExpiresAt, completedAt] = reply;
+    return {
+      state,
+      createdAt,
+      expiresAt,
+      ...(leaseExpiresAt >= 0 ? { leaseExpiresAt } : {}),
+      ...(completedAt >= 0 ? { completedAt } : {}),
+    };
+  }
+
+  async recordDeliveryAttempt(ref: QueueRef, attempt: DeliveryAttemptRecord): Promise<DeliveryAttemptOutcome> {
+    const queue = this.keys.queue(ref.namespace, ref.queue);
+    const [count, deadLetter, parkedNow, depth] = await this.run<number[]>(
+      'record_delivery_attempt',
+      this.keys.deliveryAttempts(ref.namespace, ref.queue, attempt.messageId),
+      queue.deadLetters,
+      queue.deadLetterIndex,
+      attempt.messageId,
+      attempt.maxAttempts,
+      attempt.error ?? '',
+      attempt.payload ?? '',
+      attempt.attemptRetentionMs,
+      attempt.deadLetters.retentionMs,
+      attempt.deadLetters.maxLength,
+    );
+    return { attempt: count, deadLetter: deadLetter === 1, parkedNow: parkedNow === 1, depth };
+  }
+
+  async ackDelivery(ref: QueueRef, messageId: string): Promise<boolean> {
+    const reply = await this.run<number>(
+      'ack_delivery',
+      this.keys.deliveryAttempts(ref.namespace, ref.queue, messageId),
+    );
+    return reply === 1;
+  }
+
+  async listDeadLetters(ref: QueueRef, page: DeadLetterPageRequest): Promise<StoredDeadLetterPage> {
+    const queue = this.keys.queue(ref.namespace, ref.queue);
+    const [depth, next, ...entries] = await this.run<[number, string, ...string[]]>(
+      'list_dead_letters',
+      queue.deadLetters,
+      queue.deadLetterIndex,
+      page.limit,
+      page.after ?? '',
+      page.retention.retentionMs,
+      page.retention.maxLength,
+    );
+    return { items: entries.map(parseDeadLetter), next: next === '' ? null : next, depth };
+  }
+
+  async redriveDeadLetter(ref: QueueRef, messageId: string): Promise<StoredDeadLetter | null> {
+    const entry = await this.run<string | null>(
+      'redrive_dead_letter',
+      ...this.deadLetterKeys(ref, messageId),
+      messageId,
+    );
+    return entry === null ? null : parseDeadLetter(entry);
+  }
+
+  async purgeDeadLetter(ref: QueueRef, messageId: string): Promise<boolean> {
+    return (await this.run<number>('purge_dead_letter', ...this.deadLetterKeys(ref, messageId), messageId)) === 1;
+  }
+
+  async countDeadLetters(ref: QueueRef, retention: DeadLetterRetention): Promise<number> {
+    const queue = this.keys.queue(ref.namespace, ref.queue);
+    return this.run<number>(
+      'count_dead_letters',
+      queue.deadLetters,
+      queue.deadLetterIndex,
+      retention.retentionMs,
+      retention.maxLength,
+    );
+  }
+
   async ping(): Promise<void> {
     await this.guard(this.options.client.ping());
   }
@@ -394,9 +535,14 @@ export class RedisStore implements Store {
     return this.events.subscribe(channel, handler);
   }
 
-  private run(script: ScriptName, ...args: ScriptArgument[]): Promise<Reply> {
+  private deadLetterKeys(ref: QueueRef, messageId: string): [string, string, string] {
+    const queue = this.keys.queue(ref.namespace, ref.queue);
+    return [queue.deadLetters, queue.deadLetterIndex, this.keys.deliveryAttempts(ref.namespace, ref.queue, messageId)];
+  }
+
+  private run<T = Reply>(script: ScriptName, ...args: ScriptArgument[]): Promise<T> {
     const command = (this.options.client as unknown as Record<ScriptName, ScriptCommand>)[script];
-    return this.guard(command.apply(this.options.client, args) as Promise<Reply>);
+    return this.guard(command.apply(this.options.client, args) as Promise<T>);
   }
 
   /** Bounds one operation by the store timeout and turns any failure into StoreUnavailableError. */
@@ -416,4 +562,17 @@ export class RedisStore implements Store {
       })
       .finally(() => clearTimeout(timer));
   }
+}
+
+/** An entry as the Lua scripts encode it (cjson). */
+function parseDeadLetter(json: string): StoredDeadLetter {
+  const entry = JSON.parse(json) as StoredDeadLetter;
+  return {
+    messageId: entry.messageId,
+    payload: entry.payload ?? null,
+    error: entry.error ?? null,
+    attempts: entry.attempts,
+    deadLetteredAt: entry.deadLetteredAt,
+    firstAttemptAt: entry.firstAttemptAt,
+  };
 }

@@ -17,6 +17,16 @@ export const SCRIPTS = {
   read_policies: { numberOfKeys: 1 },
   append_audit: { numberOfKeys: 1 },
   read_audit: { numberOfKeys: 1 },
+  claim_idempotency_key: { numberOfKeys: 1 },
+  complete_idempotency_key: { numberOfKeys: 1 },
+  release_idempotency_key: { numberOfKeys: 1 },
+  read_idempotency_key: { numberOfKeys: 1 },
+  record_delivery_attempt: { numberOfKeys: 3 },
+  ack_delivery: { numberOfKeys: 1 },
+  list_dead_letters: { numberOfKeys: 2 },
+  redrive_dead_letter: { numberOfKeys: 3 },
+  purge_dead_letter: { numberOfKeys: 3 },
+  count_dead_letters: { numberOfKeys: 2 },
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -1,0 +1,113 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
+import type {
+  IdempotencyClaimRequest,
+  IdempotencyClaimResponse,
+  IdempotencyCompleteRequest,
+  IdempotencyKeyView,
+  StoredResponse,
+} from '@sluice/protocol';
+import type { IdempotencyRef, Store } from '@sluice/store';
+import { ApiError, notFound, payloadTooLarge, retryAfterSeconds, validationFailed } from '../common/api-error';
+import { MetricsService } from '../metrics/metrics.service';
+import { PolicyService } from '../policies/policy.service';
+import { STORE } from '../store/store.provider';
+import { DEFAULT_LEASE_MS } from './idempotency.dto';
+import { MAX_STORED_RESPONSE_BYTES, storedResponseBytes, storedResponseProblems } from './stored-response';
+
+/** The longest an in-flight answer tells a caller to wait before asking again. */
+const IN_FLIGHT_RETRY_HINT_MS = 1000;
+
+export interface ClaimAnswer {
+  status: 200 | 201;
+  body: IdempotencyClaimResponse;
+}
+
+/** Idempotency keys: claim, complete, release and read; the store decides, this maps to HTTP. */
+@Injectable()
+export class IdempotencyService {
+  constructor(
+    @Inject(STORE) private readonly store: Store,
+    private readonly policies: PolicyService,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  async claim(ref: IdempotencyRef, request: IdempotencyClaimRequest): Promise<ClaimAnswer> {
+    const policy = this.policies.forIdempotency(ref.namespace);
+    const retentionSeconds = request.retentionSeconds ?? policy.retentionSeconds;
+    if (retentionSeconds > policy.maxRetentionSeconds) {
+      throw validationFailed([
+        {
+          field: 'retentionSeconds',
+          message: `must not exceed ${policy.maxRetentionSeconds} in namespace "${ref.namespace}"`,
+        },
+      ]);
+    }
+    const token = randomBytes(16).toString('base64url');
+    const outcome = await this.store.claimIdempotencyKey(ref, {
+      fingerprint: request.fingerprint,
+      token,
+      leaseMs: request.leaseMs ?? DEFAULT_LEASE_MS,
+      retentionMs: retentionSeconds * 1000,
+    });
+    const count = (result: string) => this.metrics.idempotencyRequests.inc({ namespace: ref.namespace, result });
+    switch (outcome.outcome) {
+      case 'claimed':
+      case 'recovered': {
+        count(outcome.outcome);
+        const recovered = outcome.outcome === 'recovered';
+        return { status: 201, body: { state: 'claimed', token, recovered, leaseExpiresAt: outcome.leaseExpiresAt } };
+      }
+      case 'completed':
+        count('replayed');
+        return { status: 200, body: { state: 'completed', response: JSON.parse(outcome.response) as StoredResponse } };
+      case 'in_flight': {
+        count('in_flight');
+        const retryAfterMs = Math.min(outcome.leaseRemainingMs, IN_FLIGHT_RETRY_HINT_MS);
+        throw new ApiError(
+          409,
+          'in_flight',
+          'another request with this key is in flight',
+          undefined,
+          { 'retry-after': retryAfterSeconds(retryAfterMs) },
+          { state: 'in_flight', retryAfterMs },
+        );
+      }
+      case 'mismatch':
+        count('mismatch');
+        throw new ApiError(422, 'fingerprint_mismatch', 'the key was used for a different request', [
+          { field: 'fingerprint', message: 'differs from the fingerprint the key was first claimed with' },
+        ]);
+    }
+  }
+
+  async complete(ref: IdempotencyRef, request: IdempotencyCompleteRequest): Promise<void> {
+    const { status, headers, body, bodyEncoding } = request.response;
+    const response: StoredResponse = { status, headers, body, bodyEncoding };
+    const problems = storedResponseProblems(response);
+    if (problems.length > 0) throw validationFailed(problems);
+    if (storedResponseBytes(response) > MAX_STORED_RESPONSE_BYTES) {
+      throw payloadTooLarge('response', MAX_STORED_RESPONSE_BYTES);
+    }
+    const outcome = await this.store.completeIdempotencyKey(ref, {
+      token: request.token,
+      response: JSON.stringify(response),
+    });
+    if (outcome === 'lease_lost') throw leaseLost();
+  }
+
+  async release(ref: IdempotencyRef, token: string): Promise<void> {
+    if ((await this.store.releaseIdempotencyKey(ref, token)) === 'lease_lost') throw leaseLost();
+  }
+
+  async read(ref: IdempotencyRef): Promise<IdempotencyKeyView> {
+    const record = await this.store.readIdempotencyKey(ref);
+    if (!record) throw notFound(`no idempotency key "${ref.key}" in namespace "${ref.namespace}"`);
+    return record;
+  }
+}
+
+const leaseLost = (): ApiError =>
+  new ApiError(409, 'lease_lost', 'the token does not hold this key: it was taken over, completed or released', [
+    { field: 'token', message: 'is not the current token of the key' },
+  ]);

@@ -1,0 +1,248 @@
+import type {
+  DeadLetter,
+  DeadLetterPage,
+  DeliveryAttemptRequest,
+  DeliveryAttemptResponse,
+  ErrorBody,
+  IdempotencyClaimRequest,
+  IdempotencyClaimResponse,
+  IdempotencyKeyView,
+  StoredResponse,
+} from '@sluice/protocol';
+import { CoordinatorUnavailableError, LeaseLostError, SluiceHttpError } from './errors';
+
+export interface CoordinatorClientOptions {
+  /** The coordinator's base URL, e.g. `http://sluice:8080`. */
+  baseUrl: string;
+  /** The namespace every call is about. */
+  namespace: string;
+  /** A bearer token (`client`, or `admin` for the dead-letter calls); none when authentication is off. */
+  token?: string;
+  /** Longest one call may take before it fails as {@link CoordinatorUnavailableError}. Default 2000 ms. */
+  timeoutMs?: number;
+  /** The fetch to use; the global one by default. */
+  fetch?: typeof fetch;
+}
+
+/** What a claim found: the caller holds the key, or its response is stored, or another holds it, or it was used for another request. */
+export type ClaimOutcome =
+  IdempotencyClaimResponse | { state: 'in_flight'; retryAfterMs: number } | { state: 'mismatch' };
+
+const DEFAULT_TIMEOUT_MS = 2000;
+
+/**
+ * A small typed client of the coordinator's idempotency and delivery endpoints (API.md
+ * §Idempotency keys, §Delivery attempts, the admin dead letters). Decisions are values; failures
+ * are errors: {@link CoordinatorUnavailableError}, {@link LeaseLostError}, {@link SluiceHttpError}.
+ *
+ * @example
+ * const client = new CoordinatorClient({ baseUrl: 'http://sluice:8080', namespace: 'shop', token: process.env.SLUICE_TOKEN });
+ * const claim = await client.claimIdempotencyKey('order-42', { fingerprint: 'sha256:…' });
+ */
+export class CoordinatorClient {
+  readonly namespace: string;
+  private readonly baseUrl: string;
+  private readonly fetch: typeof fetch;
+
+  constructor(private readonly options: CoordinatorClientOptions) {
+    this.namespace = options.namespace;
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.fetch = options.fetch ?? ((input, init) => fetch(input, init));
+  }
+
+  /**
+   * Claims an idempotency key: `claimed` (with the fencing token; `recovered` when an expired
+   * holder was taken over), `completed` (with the stored response), `in_flight` or `mismatch`.
+   *
+   * @example
+   * const claim = await client.claimIdempotencyKey(key, { fingerprint, leaseMs: 10_000 });
+   * if (claim.state === 'completed') return replay(claim.response);
+   */
+  async claimIdempotencyKey(
+    key: string,
+    request: IdempotencyClaimRequest,
+    signal?: AbortSignal,
+  ): Promise<ClaimOutcome> {
+    const response = await this.call('POST', this.idempotencyPath(key, '/claim'), request, signal);
+    if (response.status === 409 && response.body?.code === 'in_flight') {
+      return { state: 'in_flight', retryAfterMs: Number(response.body.retryAfterMs ?? 1000) };
+    }
+    if (response.status === 422 && response.body?.code === 'fingerprint_mismatch') return { state: 'mismatch' };
+    return this.expectOk(response) as ClaimOutcome;
+  }
+
+  /**
+   * Stores the response of a claimed key. Throws {@link LeaseLostError} when the token no longer holds it.
+   *
+   * @example
+   * await client.completeIdempotencyKey(key, claim.token, { status: 201, headers: {}, body: '{"id":1}', bodyEncoding: 'utf8' });
+   */
+  async completeIdempotencyKey(
+    key: string,
+    token: string,
+    response: StoredResponse,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    this.expectOk(await this.call('PUT', this.idempotencyPath(key), { token, response }, signal));
+  }
+
+  /**
+   * Releases a claim whose work did not happen, so the next claim runs it again.
+   *
+   * @example
+   * await client.releaseIdempotencyKey(key, claim.token);
+   */
+  async releaseIdempotencyKey(key: string, token: string, signal?: AbortSignal): Promise<void> {
+    const path = `${this.idempotencyPath(key)}?token=${encodeURIComponent(token)}`;
+    this.expectOk(await this.call('DELETE', path, undefined, signal));
+  }
+
+  /**
+   * The key's state and times, or undefined when it is unknown (never used, released or expired).
+   *
+   * @example
+   * const view = await client.readIdempotencyKey(key); // { state: 'completed', createdAt, expiresAt, … }
+   */
+  async readIdempotencyKey(key: string, signal?: AbortSignal): Promise<IdempotencyKeyView | undefined> {
+    const response = await this.call('GET', this.idempotencyPath(key), undefined, signal);
+    if (response.status === 404) return undefined;
+    return this.expectOk(response) as IdempotencyKeyView;
+  }
+
+  /**
+   * Records one failed delivery of a message; `deadLetter: true` means it is parked: do not deliver it again.
+   *
+   * @example
+   * const { deadLetter, delayMs } = await client.recordDeliveryAttempt('orders', { messageId, error: String(error), payload });
+   */
+  async recordDeliveryAttempt(
+    queue: string,
+    request: DeliveryAttemptRequest,
+    signal?: AbortSignal,
+  ): Promise<DeliveryAttemptResponse> {
+    return this.expectOk(
+      await this.call('POST', this.queuePath(queue, '/attempts'), request, signal),
+    ) as DeliveryAttemptResponse;
+  }
+
+  /**
+   * The message is done: its attempt count is forgotten.
+   *
+   * @example
+   * await client.ackDelivery('orders', messageId);
+   */
+  async ackDelivery(queue: string, messageId: string, signal?: AbortSignal): Promise<void> {
+    this.expectOk(await this.call('POST', this.queuePath(queue, '/acks'), { messageId }, signal));
+  }
+
+  /**
+   * A page of the queue's dead letters, oldest first (admin token).
+   *
+   * @example
+   * for (let page = await client.listDeadLetters('orders'); ; page = await client.listDeadLetters('orders', { cursor: page.next! })) {
+   *   page.items.forEach(inspect);
+   *   if (!page.next) break;
+   * }
+   */
+  async listDeadLetters(
+    queue: string,
+    page: { limit?: number; cursor?: string } = {},
+    signal?: AbortSignal,
+  ): Promise<DeadLetterPage> {
+    const query = new URLSearchParams();
+    if (page.limit !== undefined) query.set('limit', String(page.limit));
+    if (page.cursor !== undefined) query.set('cursor', page.cursor);
+    const suffix = query.size > 0 ? `?${query}` : '';
+    return this.expectOk(
+      await this.call('GET', this.deadLetterPath(queue, suffix), undefined, signal),
+    ) as DeadLetterPage;
+  }
+
+  /**
+   * Takes a dead letter out to deliver it again (its attempt count restarts); returns the entry (admin token).
+   *
+   * @example
+   * const entry = await client.redriveDeadLetter('orders', 'msg-42');
+   * await broker.publish('orders', entry.payload);
+   */
+  async redriveDeadLetter(queue: string, id: string, signal?: AbortSignal): Promise<DeadLetter> {
+    const path = this.deadLetterPath(queue, `/${encodeURIComponent(id)}/redrive`);
+    return this.expectOk(await this.call('POST', path, undefined, signal)) as DeadLetter;
+  }
+
+  /**
+   * Deletes a dead letter for good (admin token).
+   *
+   * @example
+   * await client.purgeDeadLetter('orders', 'msg-42');
+   */
+  async purgeDeadLetter(queue: string, id: string, signal?: AbortSignal): Promise<void> {
+    const path = this.deadLetterPath(queue, `/${encodeURIComponent(id)}`);
+    this.expectOk(await this.call('DELETE', path, undefined, signal));
+  }
+
+  private idempotencyPath(key: string, suffix = ''): string {
+    return `/v1/${this.namespace}/idempotency/${encodeURIComponent(key)}${suffix}`;
+  }
+
+  private queuePath(queue: string, suffix: string): string {
+    return `/v1/${this.namespace}/queues/${encodeURIComponent(queue)}${suffix}`;
+  }
+
+  private deadLetterPath(queue: string, suffix: string): string {
+    return `/admin/v1/${this.namespace}/queues/${encodeURIComponent(queue)}/dead-letters${suffix}`;
+  }
+
+  private async call(
+    method: string,
+    path: string,
+    body: unknown,
+    signal: AbortSignal | undefined,
+  ): Promise<{ status: number; body: (Partial<ErrorBody> & Record<string, unknown>) | undefined }> {
+    const timeout = AbortSignal.timeout(this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    const headers: Record<string, string> = {};
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
+    let response: Response;
+    let text: string;
+    try {
+      response = await this.fetch(`${this.baseUrl}${path}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      });
+      text = await response.text();
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      throw new CoordinatorUnavailableError(`${method} ${path}: ${(error as Error).message}`, { cause: error });
+    }
+    if (response.status === 503 || response.status === 502 || response.status === 504) {
+      const retryAfter = Number(response.headers.get('retry-after'));
+      throw new CoordinatorUnavailableError(`${method} ${path}: the coordinator answered ${response.status}`, {
+        retryAfterMs: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined,
+      });
+    }
+    return {
+      status: response.status,
+      body: text ? (parseJson(text) as Record<string, unknown> | undefined) : undefined,
+    };
+  }
+
+  private expectOk(response: {
+    status: number;
+    body: (Partial<ErrorBody> & Record<string, unknown>) | undefined;
+  }): unknown {
+    if (response.status < 400) return response.body;
+    if (response.status === 409 && response.body?.code === 'lease_lost') throw new LeaseLostError(response.body);
+    throw new SluiceHttpError(response.status, response.body);
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

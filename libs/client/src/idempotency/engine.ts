@@ -1,0 +1,275 @@
+import {
+  IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENCY_KEY_PATTERN,
+  IDEMPOTENT_REPLAYED_HEADER,
+  type ErrorBody,
+  type StoredResponse,
+} from '@sluice/protocol';
+import type { CoordinatorClient } from '../coordinator-client';
+import { isCoordinatorUnavailableError } from '../errors';
+import { requestFingerprint } from './fingerprint';
+
+/** The parts of an incoming request the middleware reads; Express, Fastify and Nest requests all have them. */
+export interface IncomingRequestLike {
+  method?: string;
+  url?: string;
+  /** Express keeps the full path here when a router is mounted. */
+  originalUrl?: string;
+  headers: Record<string, string | string[] | undefined>;
+  body?: unknown;
+}
+
+export interface IdempotencyOptions {
+  /** Answer 400 to a request without an `Idempotency-Key`. Default false: such requests run unprotected. */
+  required?: boolean;
+  /** How long a claim holds the key before another request may take it over. Default 30 000 ms. */
+  leaseMs?: number;
+  /** How long a completed key is kept; the coordinator's namespace default (24 h) when omitted. */
+  retentionSeconds?: number;
+  /** Who is calling (a user or API-key id): the same key from another caller is refused, never replayed to it. */
+  identify?: (request: IncomingRequestLike) => string | undefined;
+  /** Response statuses that release the claim instead of storing the response. Default 429 and 503. */
+  transientStatuses?: number[];
+  /** Thrown errors that happened before any side effect: the claim is released. Marked errors always are ({@link markNoSideEffect}). */
+  releaseOn?: (error: unknown) => boolean;
+  /** Without the coordinator: `reject` answers 503 (default); `proceed` runs the handler unprotected. */
+  whenUnavailable?: 'reject' | 'proceed';
+  /** Largest response stored; a larger one is sent but not stored, and its claim released. Default 256 KiB. */
+  maxResponseBytes?: number;
+  /** Per-request headers not stored nor replayed. Default `x-request-id`. */
+  skipHeaders?: string[];
+  /** Told when a response could not be stored or a claim released (lease lost, too large, coordinator down). */
+  onError?: (error: unknown, key: string) => void;
+}
+
+/** What the middleware knows about the current request's key; see {@link idempotencyOf}. */
+export interface IdempotencyContext {
+  key: string;
+  /** An earlier attempt with this key held it and vanished: it may have partly run. */
+  recovered: boolean;
+}
+
+/** A claim the current request holds: settled once, with the response or by a release. */
+export interface HeldClaim extends IdempotencyContext {
+  /** The handler failed before any side effect: release instead of storing. */
+  markNoSideEffect(): void;
+  /** Stores the response, or releases the claim if it is transient; never throws. */
+  settle(response: StoredResponse): Promise<void>;
+  /** Releases the claim (the response cannot be stored), telling `onError` why; never throws. */
+  release(reason: unknown): Promise<void>;
+}
+
+/** What to do with a request: run it unprotected, answer without running it, or run it holding the claim. */
+export type IdempotencyDecision =
+  | { action: 'pass' }
+  | { action: 'respond'; response: StoredResponse; replayed: boolean }
+  | { action: 'run'; claim: HeldClaim };
+
+const DEFAULT_LEASE_MS = 30_000;
+const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024;
+/** Headers that belong to one connection or one moment, never replayed. */
+const NEVER_STORED = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'content-length',
+  'date',
+  IDEMPOTENT_REPLAYED_HEADER,
+]);
+const MARKER = 'noSideEffect';
+const claims = new WeakMap<object, HeldClaim>();
+
+/**
+ * Marks an error as thrown before any side effect, so the idempotency middleware releases the
+ * claim instead of storing the error: the client's retry runs the handler again.
+ *
+ * @example
+ * if (!(await inventory.reserve(sku))) throw markNoSideEffect(new ServiceUnavailableException('inventory is down'));
+ */
+export function markNoSideEffect<E extends object>(error: E): E {
+  Object.defineProperty(error, MARKER, { value: true, enumerable: false });
+  return error;
+}
+
+/**
+ * True for an error marked by {@link markNoSideEffect} (or carrying `noSideEffect: true`).
+ *
+ * @example
+ * if (isNoSideEffect(error)) logger.debug('released the claim');
+ */
+export function isNoSideEffect(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as Record<string, unknown>)[MARKER] === true;
+}
+
+/**
+ * The idempotency key of the current request and whether it was recovered, when the middleware holds a claim for it.
+ *
+ * @example
+ * const idempotency = idempotencyOf(request);
+ * if (idempotency?.recovered) await reconcile(order); // an earlier attempt may have partly run
+ */
+export function idempotencyOf(request: object): IdempotencyContext | undefined {
+  const claim = claims.get(request);
+  return claim ? { key: claim.key, recovered: claim.recovered } : undefined;
+}
+
+/**
+ * Says, from inside a handler, that the request failed before any side effect: its claim is
+ * released instead of its response stored.
+ *
+ * @example
+ * if (!stock) { releaseIdempotencyClaim(request); return reply.code(409).send({ error: 'out of stock' }); }
+ */
+export function releaseIdempotencyClaim(request: object): void {
+  claims.get(request)?.markNoSideEffect();
+}
+
+/**
+ * The framework-neutral core of the server-side middleware: reads `Idempotency-Key`, fingerprints
+ * the request, claims the key, and settles the claim with the response (or releases it).
+ */
+export class IdempotencyEngine {
+  private readonly transient: Set<number>;
+  private readonly skipped: Set<string>;
+
+  constructor(
+    private readonly client: CoordinatorClient,
+    private readonly options: IdempotencyOptions = {},
+  ) {
+    this.transient = new Set(options.transientStatuses ?? [429, 503]);
+    this.skipped = new Set((options.skipHeaders ?? ['x-request-id']).map((name) => name.toLowerCase()));
+  }
+
+  get maxResponseBytes(): number {
+    return this.options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  }
+
+  /** The claim the request holds, if any. */
+  claimOf(request: object): HeldClaim | undefined {
+    return claims.get(request);
+  }
+
+  /** True when a thrown error should release the claim. */
+  releases(error: unknown): boolean {
+    return isNoSideEffect(error) || this.options.releaseOn?.(error) === true;
+  }
+
+  /** Headers as stored: lowercase names, without per-connection and skipped ones. */
+  storedHeaders(headers: Record<string, unknown>): Record<string, string | string[]> {
+    const stored: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(headers)) {
+      const lower = name.toLowerCase();
+      if (value === undefined || NEVER_STORED.has(lower) || this.skipped.has(lower)) continue;
+      stored[lower] = Array.isArray(value) ? value.map(String) : String(value);
+    }
+    return stored;
+  }
+
+  async decide(request: IncomingRequestLike, bind: object = request): Promise<IdempotencyDecision> {
+    const header = request.headers[IDEMPOTENCY_KEY_HEADER];
+    if (header === undefined || header === '') {
+      return this.options.required
+        ? refusal(400, 'validation_failed', 'an Idempotency-Key header is required on this route')
+        : { action: 'pass' };
+    }
+    const key = Array.isArray(header) ? undefined : header;
+    if (key === undefined || !IDEMPOTENCY_KEY_PATTERN.test(key)) {
+      return refusal(400, 'validation_failed', `the Idempotency-Key must match ${IDEMPOTENCY_KEY_PATTERN.source}`);
+    }
+    const fingerprint = requestFingerprint({
+      method: request.method ?? 'GET',
+      url: request.originalUrl ?? request.url ?? '',
+      body: request.body,
+      identity: this.options.identify?.(request),
+    });
+    let claim;
+    try {
+      claim = await this.client.claimIdempotencyKey(key, {
+        fingerprint,
+        leaseMs: this.options.leaseMs ?? DEFAULT_LEASE_MS,
+        retentionSeconds: this.options.retentionSeconds,
+      });
+    } catch (error) {
+      if (!isCoordinatorUnavailableError(error)) throw error;
+      this.options.onError?.(error, key);
+      if (this.options.whenUnavailable === 'proceed') return { action: 'pass' };
+      return refusal(503, 'store_unavailable', 'idempotency keys cannot be checked right now', 1000);
+    }
+    switch (claim.state) {
+      case 'completed':
+        return { action: 'respond', response: claim.response, replayed: true };
+      case 'in_flight':
+        return refusal(409, 'in_flight', 'a request with this Idempotency-Key is in flight', claim.retryAfterMs);
+      case 'mismatch':
+        return refusal(422, 'fingerprint_mismatch', 'this Idempotency-Key was used for a different request');
+      case 'claimed': {
+        const held = this.hold(key, claim.token, claim.recovered);
+        claims.set(bind, held);
+        return { action: 'run', claim: held };
+      }
+    }
+  }
+
+  private hold(key: string, token: string, recovered: boolean): HeldClaim {
+    let noSideEffect = false;
+    let settled = false;
+    const once = async (action: () => Promise<void>) => {
+      if (settled) return;
+      settled = true;
+      try {
+        await action();
+      } catch (error) {
+        this.options.onError?.(error, key);
+      }
+    };
+    const release = () => this.client.releaseIdempotencyKey(key, token);
+    return {
+      key,
+      recovered,
+      markNoSideEffect: () => {
+        noSideEffect = true;
+      },
+      settle: (response) =>
+        once(() =>
+          noSideEffect || this.transient.has(response.status)
+            ? release()
+            : this.client.completeIdempotencyKey(key, token, response),
+        ),
+      release: (reason) =>
+        once(async () => {
+          this.options.onError?.(reason, key);
+          await release();
+        }),
+    };
+  }
+}
+
+function refusal(status: number, code: ErrorBody['code'], message: string, retryAfterMs?: number): IdempotencyDecision {
+  const body: ErrorBody & Record<string, unknown> = { statusCode: status, code, message };
+  const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
+  if (status === 400) body.details = [{ field: 'Idempotency-Key', message }];
+  if (retryAfterMs !== undefined) {
+    body.retryAfterMs = retryAfterMs;
+    headers['retry-after'] = String(Math.max(1, Math.ceil(retryAfterMs / 1000)));
+  }
+  return {
+    action: 'respond',
+    replayed: false,
+    response: { status, headers, body: JSON.stringify(body), bodyEncoding: 'utf8' },
+  };
+}
+
+/** The body of a stored response as bytes. */
+export function storedBody(response: StoredResponse): Buffer {
+  return Buffer.from(response.body, response.bodyEncoding === 'base64' ? 'base64' : 'utf8');
+}
+
+/** The headers to send with a replay (or a refusal): the stored ones, plus `Idempotent-Replayed`. */
+export function replayHeaders(response: StoredResponse, replayed: boolean): Record<string, string | string[]> {
+  return replayed ? { ...response.headers, [IDEMPOTENT_REPLAYED_HEADER]: 'true' } : response.headers;
+}

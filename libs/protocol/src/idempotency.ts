@@ -1,0 +1,68 @@
+/** Idempotency keys: /v1/{ns}/idempotency/{key} (API.md §Idempotency keys). */
+
+export type BodyEncoding = 'utf8' | 'base64';
+
+/** A response as stored and replayed: status, headers and body, byte for byte. */
+export interface StoredResponse {
+  status: number;
+  /** Header names as sent; a header sent several times (set-cookie) is an array. */
+  headers: Record<string, string | string[]>;
+  /** The body: the text itself (`utf8`) or its bytes in base64 (`base64`). */
+  body: string;
+  bodyEncoding: BodyEncoding;
+}
+
+export interface IdempotencyClaimRequest {
+  /** What identifies the request (a digest of method, path, body, caller): a reuse with another is a 422. */
+  fingerprint: string;
+  leaseMs?: number;
+  retentionSeconds?: number;
+}
+
+/** 201: the caller holds the key and does the work. */
+export interface IdempotencyClaimed {
+  state: 'claimed';
+  /** Fencing token: only it may complete or release the key. */
+  token: string;
+  /** True when an expired in-flight lease was taken over: the earlier attempt may have partly run. */
+  recovered: boolean;
+  leaseExpiresAt: number;
+}
+
+/** 200: the work was done; here is its response. */
+export interface IdempotencyCompleted {
+  state: 'completed';
+  response: StoredResponse;
+}
+
+export type IdempotencyClaimResponse = IdempotencyClaimed | IdempotencyCompleted;
+
+/** The body of a 409 `in_flight` answer to a claim. */
+export interface IdempotencyInFlightBody {
+  statusCode: 409;
+  code: 'in_flight';
+  message: string;
+  state: 'in_flight';
+  retryAfterMs: number;
+}
+
+export interface IdempotencyCompleteRequest {
+  token: string;
+  response: StoredResponse;
+}
+
+export type IdempotencyState = 'in_flight' | 'completed';
+
+/** GET /v1/{ns}/idempotency/{key} */
+export interface IdempotencyKeyView {
+  state: IdempotencyState;
+  createdAt: number;
+  /** When the key is forgotten and becomes new again. */
+  expiresAt: number;
+  /** While in flight: when the holder's lease runs out. */
+  leaseExpiresAt?: number;
+  completedAt?: number;
+}
+
+/** Response header set on a replayed response by the SDK's server-side middleware. */
+export const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';

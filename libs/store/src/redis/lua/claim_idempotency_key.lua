@@ -1,0 +1,58 @@
+--[[
+  Claims an idempotency key: a new key is held in flight under a lease and fenced by the
+  claimant's token; a completed key answers its stored response; an in-flight key answers the
+  time its lease has left; another fingerprint is a mismatch. An in-flight key whose lease has
+  expired is taken over with the new token. Twin of libs/core claimIdempotencyEntry.
+
+  Input:
+    KEYS[1] the key's record hash
+    ARGV[1] fingerprint
+    ARGV[2] token: the claimant's fencing token
+    ARGV[3] leaseMs
+    ARGV[4] retentionMs: kept this long after completion
+
+  Output:
+    { 1, leaseExpiresAt }   claimed
+    { 2, leaseExpiresAt }   recovered: an expired lease was taken over
+    { 3, response }         completed
+    { 4, leaseRemainingMs } in flight
+    { 5 }                   fingerprint mismatch
+]]
+local rcall = redis.call
+--- @include "clock"
+
+local key = KEYS[1]
+local fingerprint = ARGV[1]
+local token = ARGV[2]
+local leaseMs = tonumber(ARGV[3])
+local retentionMs = tonumber(ARGV[4])
+
+local _, nowMs = serverTime()
+local record = rcall('HMGET', key, 'st', 'fp', 'le', 'resp')
+local state = record[1]
+
+-- Holds the key in flight for this claimant; it lives max(lease, retention) from now.
+local function hold(code)
+  local leaseExpiresAt = nowMs + leaseMs
+  local ttl = math.max(leaseMs, retentionMs)
+  rcall('HSET', key, 'st', 'in_flight', 'fp', fingerprint, 'tok', token, 'le', leaseExpiresAt, 'ra', retentionMs,
+    'ex', nowMs + ttl)
+  rcall('PEXPIRE', key, ttl)
+  return { code, leaseExpiresAt }
+end
+
+if not state then
+  rcall('HSET', key, 'ca', nowMs)
+  return hold(1)
+end
+if record[2] ~= fingerprint then
+  return { 5 }
+end
+if state == 'completed' then
+  return { 3, record[4] }
+end
+local leaseExpiresAt = tonumber(record[3])
+if leaseExpiresAt > nowMs then
+  return { 4, leaseExpiresAt - nowMs }
+end
+return hold(2)
