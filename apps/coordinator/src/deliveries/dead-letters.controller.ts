@@ -1,10 +1,11 @@
 import { Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import type { DeadLetter, DeadLetterPage } from '@sluice/protocol';
 import { AdminOnly } from '../auth/access.decorators';
-import { Actor } from '../auth/principal.decorator';
+import { Actor } from '../auth/actor.decorator';
 import type { Principal } from '../auth/token-registry';
 import { DeadLettersService } from './dead-letters.service';
-import { DeadLetterPageQuery, DeadLetterParams, QueueParams } from './deliveries.dto';
+import { QueueParams } from '../common/params.dto';
+import { DeadLetterPageQuery, DeadLetterParams } from './deliveries.dto';
 
 @AdminOnly()
 @Controller('admin/v1/:ns/queues/:queue/dead-letters')

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DeadLetter, DeadLetterPage } from '@sluice/protocol';
 import type { QueueRef, Store, StoredDeadLetter } from '@sluice/store';
+import { AuditService } from '../audit/audit.service';
 import type { Principal } from '../auth/token-registry';
 import { notFound } from '../common/api-error';
 import { STORE } from '../store/store.provider';
@@ -15,6 +16,7 @@ export class DeadLettersService {
   constructor(
     @Inject(STORE) private readonly store: Store,
     private readonly depth: DeadLetterDepth,
+    private readonly audit: AuditService,
   ) {}
 
   async list(ref: QueueRef, page: { limit?: number; cursor?: string }): Promise<DeadLetterPage> {
@@ -28,14 +30,24 @@ export class DeadLettersService {
   }
 
   /** Hands the entry back for delivery again: it leaves the store and its attempt count restarts. */
-  async redrive(ref: QueueRef, id: string, _actor: Principal): Promise<DeadLetter> {
+  async redrive(ref: QueueRef, id: string, actor: Principal): Promise<DeadLetter> {
     const entry = await this.store.redriveDeadLetter(ref, id);
     if (!entry) throw unknownDeadLetter(ref, id);
+    await this.audit.record(actor, {
+      action: 'dead_letter.redrive',
+      namespace: ref.namespace,
+      target: `${ref.queue}/${id}`,
+    });
     return toDeadLetter(entry);
   }
 
-  async purge(ref: QueueRef, id: string, _actor: Principal): Promise<void> {
+  async purge(ref: QueueRef, id: string, actor: Principal): Promise<void> {
     if (!(await this.store.purgeDeadLetter(ref, id))) throw unknownDeadLetter(ref, id);
+    await this.audit.record(actor, {
+      action: 'dead_letter.purge',
+      namespace: ref.namespace,
+      target: `${ref.queue}/${id}`,
+    });
   }
 }
 

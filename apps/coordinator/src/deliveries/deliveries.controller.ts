@@ -1,7 +1,8 @@
 import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
 import type { DeliveryAttemptResponse } from '@sluice/protocol';
 import { DeliveriesService } from './deliveries.service';
-import { DeliveryAckDto, DeliveryAttemptDto, QueueParams } from './deliveries.dto';
+import { QueueParams } from '../common/params.dto';
+import { DeliveryAckDto, DeliveryAttemptDto } from './deliveries.dto';
 
 @Controller('v1/:ns/queues/:queue')
 export class DeliveriesController {

@@ -1,22 +1,12 @@
 import 'reflect-metadata';
 import { Type } from 'class-transformer';
 import { Allow, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
-import {
-  IDEMPOTENCY_KEY_PATTERN,
-  RESOURCE_NAME_PATTERN,
-  type DeliveryAckRequest,
-  type DeliveryAttemptRequest,
-} from '@sluice/protocol';
-import { NamespaceParams } from '../common/params.dto';
+import { IDEMPOTENCY_KEY_PATTERN, type DeliveryAckRequest, type DeliveryAttemptRequest } from '@sluice/protocol';
+import { QueueParams } from '../common/params.dto';
 
 const MESSAGE_ID_MESSAGE = `must match ${IDEMPOTENCY_KEY_PATTERN.source}`;
 export const MAX_ERROR_LENGTH = 4096;
 export const MAX_PAGE_SIZE = 1000;
-
-export class QueueParams extends NamespaceParams {
-  @Matches(RESOURCE_NAME_PATTERN, { message: `must match ${RESOURCE_NAME_PATTERN.source}` })
-  queue!: string;
-}
 
 /** A dead letter's id is its message id. */
 export class DeadLetterParams extends QueueParams {

@@ -51,8 +51,8 @@ export class EventStreamService implements BeforeApplicationShutdown {
       if (!this.open.delete(close)) return;
       clearInterval(heartbeat);
       this.metrics.sseClients.dec();
-      await Promise.all(unsubscribes.map((unsubscribe) => unsubscribe().catch(() => undefined)));
       if (!response.writableEnded) response.end();
+      await Promise.all(unsubscribes.map((unsubscribe) => unsubscribe().catch(() => undefined)));
     };
     this.open.add(close);
     this.metrics.sseClients.inc();
