@@ -19,3 +19,58 @@ export type {
   RetryRequest,
 } from '@sluice/protocol';
 export { ATTEMPT_HEADER, DEADLINE_HEADER, IDEMPOTENCY_KEY_HEADER } from '@sluice/protocol';
+
+// The client: retries that ask the fleet, breakers pushed live, deadlines that shrink.
+export { Sluice } from './sluice';
+export { Dependency, autoTimeoutMs, hedgeDelayMs } from './dependency';
+export type { AttemptContext, ExecuteOptions, GiveUpEvent, RetryEvent } from './dependency';
+export type {
+  AutoTimeoutBounds,
+  DependencyOptions,
+  FallbackMode,
+  HedgeOptions,
+  SluiceOptions,
+} from './options';
+export type { BreakerChange } from './fleet/fleet-dependency';
+export type { FallbackChange, SluiceLogger } from './fleet/coordinator-link';
+export type { Disposable, Event } from './events';
+export { fetchThrough, parseRetryAfter } from './fetch';
+export type { SluiceFetchInit } from './fetch';
+export { classify, defaultClassifier, grpcClassifier, isDependencyFailure, retryDenial } from './classification';
+export type { Classifier, Failure } from './classification';
+export {
+  AttemptTimeoutError,
+  BreakerOpenError,
+  CoordinatorUnavailableError,
+  DeadlineExceededError,
+  GiveUpError,
+  HttpStatusError,
+  SluiceError,
+  isAttemptTimeoutError,
+  isBreakerOpenError,
+  isCoordinatorUnavailableError,
+  isDeadlineExceededError,
+  isGiveUpError,
+  isHttpStatusError,
+  isSluiceError,
+} from './errors';
+export type { GiveUpReason } from './errors';
+
+// Deadlines and attempts across hops: the request context and the server middlewares.
+export {
+  NO_RETRY_HEADER,
+  contextFromHeaders,
+  currentContext,
+  remainingDeadlineMs,
+  runWithContext,
+  runWithDeadline,
+} from './context/request-context';
+export type { IncomingHeaders, SluiceRequestContext } from './context/request-context';
+export { runWithIncomingRequest, sluiceExpress, sluiceFastify, sluiceFastifyHook } from './server/middleware';
+export type {
+  FastifyInstanceLike,
+  FastifyReplyLike,
+  NodeRequestLike,
+  NodeResponseLike,
+  SluiceMiddlewareOptions,
+} from './server/middleware';

@@ -1,0 +1,206 @@
+import type { BreakerState, RetryReason } from '@sluice/protocol';
+
+/**
+ * Why a call that failed in a retriable way was not retried (again):
+ * - the coordinator's reasons: `budget_exhausted`, `breaker_open`, `deadline_exceeded`, `max_attempts`, `not_idempotent`;
+ * - `upstream_retry`: this process is serving a request that is itself a retry, so retries are left to that caller;
+ * - `downstream_retried`: the dependency says it already retried its own dependencies (`sluice-no-retry`);
+ * - `coordinator_unavailable`: the coordinator is unreachable and the fallback is `fail-closed`.
+ */
+export type GiveUpReason =
+  | Exclude<RetryReason, 'granted' | 'not_retriable'>
+  | 'upstream_retry'
+  | 'downstream_retried'
+  | 'coordinator_unavailable';
+
+/**
+ * The base of every error the SDK raises itself.
+ * @example
+ * try { await payments.execute(call); } catch (error) { if (isSluiceError(error)) log.warn(error.message); }
+ */
+export class SluiceError extends Error {
+  /** Marker for {@link isSluiceError}: survives duplicated copies of the package, unlike `instanceof`. */
+  readonly isSluiceError = true;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * The call failed and Sluice did not retry it (again): `reason` says why, `lastError` is the last
+ * attempt's own error (undefined when no attempt was made), `attempts` how many went out.
+ * @example
+ * try {
+ *   await payments.execute(({ signal }) => charge(order, signal), { idempotencyKey: order.id });
+ * } catch (error) {
+ *   if (isGiveUpError(error)) log.warn(`gave up: ${error.reason} after ${error.attempts}`, error.lastError);
+ * }
+ */
+export class GiveUpError extends SluiceError {
+  /** Marker for {@link isGiveUpError}. */
+  readonly isGiveUpError = true;
+
+  constructor(
+    /** The dependency the call was for. */
+    readonly dependency: string,
+    /** Why no further attempt was made. */
+    readonly reason: GiveUpReason,
+    /** The last attempt's error; undefined when no attempt was made. */
+    readonly lastError: unknown,
+    /** How many attempts went out (hedges included). */
+    readonly attempts: number,
+    message = `${dependency}: gave up after ${attempts} attempt${attempts === 1 ? '' : 's'} (${reason})`,
+  ) {
+    super(message, lastError === undefined ? undefined : { cause: lastError });
+  }
+}
+
+/**
+ * The dependency's breaker is open (fleet-wide, or locally in fallback): the call was refused
+ * without being sent, or a retry was refused.
+ * @example
+ * try { await payments.execute(call); } catch (error) { if (isBreakerOpenError(error)) return cachedAnswer(); }
+ */
+export class BreakerOpenError extends GiveUpError {
+  /** Marker for {@link isBreakerOpenError}. */
+  readonly isBreakerOpenError = true;
+
+  constructor(
+    dependency: string,
+    /** The breaker state that refused the call. */
+    readonly state: BreakerState,
+    lastError: unknown = undefined,
+    attempts = 0,
+  ) {
+    super(dependency, 'breaker_open', lastError, attempts, `${dependency}: the circuit breaker is ${state}`);
+  }
+}
+
+/**
+ * The deadline ran out: before an attempt could be sent, during one (it was aborted), or before
+ * a retry's backoff would end.
+ * @example
+ * try { await payments.execute(call, { deadlineMs: 500 }); } catch (error) { if (isDeadlineExceededError(error)) reply.code(504); }
+ */
+export class DeadlineExceededError extends GiveUpError {
+  /** Marker for {@link isDeadlineExceededError}. */
+  readonly isDeadlineExceededError = true;
+
+  constructor(dependency: string, lastError: unknown = undefined, attempts = 0) {
+    super(dependency, 'deadline_exceeded', lastError, attempts, `${dependency}: the deadline was exceeded`);
+  }
+}
+
+/**
+ * One attempt took longer than its timeout and was aborted. Retriable (it is a timeout).
+ * @example
+ * if (isGiveUpError(error) && isAttemptTimeoutError(error.lastError)) metrics.timeouts.inc();
+ */
+export class AttemptTimeoutError extends SluiceError {
+  /** Marker for {@link isAttemptTimeoutError}. */
+  readonly isAttemptTimeoutError = true;
+
+  constructor(
+    /** The timeout that was exceeded, in ms. */
+    readonly timeoutMs: number,
+  ) {
+    super(`the attempt timed out after ${timeoutMs} ms`);
+  }
+}
+
+/**
+ * An HTTP response whose status is a failure worth retrying (408, 429, 5xx), as `sluice.fetch`
+ * raises it. `response` is readable (its body was buffered); `retryAfterMs` is its parsed `Retry-After`.
+ * @example
+ * if (isGiveUpError(error) && isHttpStatusError(error.lastError)) console.log(await error.lastError.response.text());
+ */
+export class HttpStatusError extends SluiceError {
+  /** Marker for {@link isHttpStatusError}. */
+  readonly isHttpStatusError = true;
+
+  constructor(
+    /** The response, with its body buffered. */
+    readonly response: Response,
+    /** The response's `Retry-After`, in ms, when it had one. */
+    readonly retryAfterMs: number | undefined,
+    /** True when the response says the service already retried downstream (`sluice-no-retry`). */
+    readonly retriedDownstream: boolean,
+  ) {
+    super(`the dependency answered ${response.status}`);
+  }
+
+  /** The response's status. */
+  get status(): number {
+    return this.response.status;
+  }
+}
+
+/**
+ * The coordinator could not answer (unreachable, timed out, or 5xx such as 503 `store_unavailable`).
+ * The SDK never lets it escape from `execute`: it switches to the local fallback instead.
+ * @example
+ * sluice.onFallback(({ active, error }) => active && isCoordinatorUnavailableError(error) && log.warn(error.message));
+ */
+export class CoordinatorUnavailableError extends SluiceError {
+  /** Marker for {@link isCoordinatorUnavailableError}. */
+  readonly isCoordinatorUnavailableError = true;
+
+  constructor(
+    message: string,
+    /** The coordinator's HTTP status, when it answered. */
+    readonly status?: number,
+    cause?: unknown,
+  ) {
+    super(message, cause === undefined ? undefined : { cause });
+  }
+}
+
+const marker =
+  <T>(property: string) =>
+  (error: unknown): error is T =>
+    typeof error === 'object' && error !== null && (error as Record<string, unknown>)[property] === true;
+
+/**
+ * True for any error the SDK raised itself.
+ * @example
+ * if (isSluiceError(error)) log.warn(error.message);
+ */
+export const isSluiceError = marker<SluiceError>('isSluiceError');
+/**
+ * True for a {@link GiveUpError} (also a {@link BreakerOpenError} or a {@link DeadlineExceededError}).
+ * @example
+ * if (isGiveUpError(error)) console.log(error.reason, error.lastError);
+ */
+export const isGiveUpError = marker<GiveUpError>('isGiveUpError');
+/**
+ * True for a {@link BreakerOpenError}.
+ * @example
+ * if (isBreakerOpenError(error)) return fallbackAnswer();
+ */
+export const isBreakerOpenError = marker<BreakerOpenError>('isBreakerOpenError');
+/**
+ * True for a {@link DeadlineExceededError}.
+ * @example
+ * if (isDeadlineExceededError(error)) reply.code(504).send();
+ */
+export const isDeadlineExceededError = marker<DeadlineExceededError>('isDeadlineExceededError');
+/**
+ * True for an {@link AttemptTimeoutError}.
+ * @example
+ * if (isAttemptTimeoutError(error)) metrics.timeouts.inc();
+ */
+export const isAttemptTimeoutError = marker<AttemptTimeoutError>('isAttemptTimeoutError');
+/**
+ * True for an {@link HttpStatusError}.
+ * @example
+ * if (isHttpStatusError(error)) console.log(error.status);
+ */
+export const isHttpStatusError = marker<HttpStatusError>('isHttpStatusError');
+/**
+ * True for a {@link CoordinatorUnavailableError}.
+ * @example
+ * if (isCoordinatorUnavailableError(error)) console.log(error.status);
+ */
+export const isCoordinatorUnavailableError = marker<CoordinatorUnavailableError>('isCoordinatorUnavailableError');
