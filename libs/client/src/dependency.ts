@@ -13,6 +13,8 @@ import type { BreakerChange, FleetDependency } from './fleet/fleet-dependency';
 import type { AutoTimeoutBounds, HedgeOptions, ResolvedDependencyOptions } from './options';
 import { fetchThrough, type SluiceFetchInit } from './fetch';
 import type { SluiceRuntime } from './runtime';
+import type { Expiring } from './timeout-watch';
+import { systemClock } from '@sluice/core';
 
 /**
  * What one attempt of a call gets: its number, a signal that aborts at its timeout, at the deadline,
@@ -92,11 +94,14 @@ interface Call {
 }
 
 /** One attempt: its context for the caller's function, with a signal made only when asked for. */
-class Attempt implements AttemptContext {
+class Attempt implements AttemptContext, Expiring {
   private controller: AbortController | undefined;
   private abortReason: unknown;
   /** Aborted by the SDK for a reason that is no outcome of the dependency (a lost hedge, the caller's abort). */
   abandoned = false;
+  /** When the attempt times out (real time, epoch ms), and what happens then. */
+  expiresAt = 0;
+  expire: () => void = () => undefined;
 
   constructor(
     readonly attempt: number,
@@ -279,9 +284,14 @@ export class Dependency {
       const now = clock.now();
       if (deadlineAt <= now) throw this.giveUp(call, new DeadlineExceededError(this.name, lastError, call.launched));
       const state = this.runtime.breakerState(this.fleet, now);
-      const probe = state === 'closed' || state === 'forced_closed' ? undefined : await this.admit(call, state, lastError);
+      let probe: Probe | undefined;
+      let start = now;
+      if (state !== 'closed' && state !== 'forced_closed') {
+        probe = await this.admit(call, state, lastError);
+        start = clock.now();
+      }
       try {
-        return await this.round(fn, call, probe);
+        return await this.round(fn, call, probe, start);
       } catch (error) {
         if (signal?.aborted) throw signal.reason;
         lastError = error;
@@ -326,10 +336,15 @@ export class Dependency {
   }
 
   /** One round: an attempt, and its hedge when hedging applies. */
-  private round<T>(fn: (context: AttemptContext) => PromiseLike<T> | T, call: Call, probe: Probe | undefined): Promise<T> {
+  private round<T>(
+    fn: (context: AttemptContext) => PromiseLike<T> | T,
+    call: Call,
+    probe: Probe | undefined,
+    start: number,
+  ): Promise<T> {
     const hedge = this.options.hedge;
-    if (!hedge || !call.idempotent || probe !== undefined) return this.attempt(fn, call, probe, false).promise;
-    return this.hedgedRound(fn, call, hedgeDelayMs(this.fleet.latency?.p95, hedge));
+    if (!hedge || !call.idempotent || probe !== undefined) return this.attempt(fn, call, probe, false, start).promise;
+    return this.hedgedRound(fn, call, hedgeDelayMs(this.fleet.latency?.p95, hedge), start);
   }
 
   /** Sends one attempt within its timeout, records its outcome, and reports a probe's at once. */
@@ -338,10 +353,10 @@ export class Dependency {
     call: Call,
     probe: Probe | undefined,
     hedge: boolean,
+    start: number,
   ): { handle: Attempt; promise: Promise<T> } {
-    const { clock } = this.runtime;
+    const { clock, timeouts } = this.runtime;
     const fleet = this.fleet;
-    const start = clock.now();
     const number = ++call.launched;
     if (number === 1) fleet.recordRequest(start);
     const timeoutMs = Math.max(1, Math.min(this.attemptTimeoutMs, call.deadlineAt - start));
@@ -352,7 +367,7 @@ export class Dependency {
       const finish = (error: unknown, value: T | undefined, ok: boolean) => {
         if (settled) return;
         settled = true;
-        clearTimeout(timer);
+        timeouts.delete(handle);
         if (signal) signal.removeEventListener('abort', onAbort);
         const now = clock.now();
         if (!handle.abandoned) {
@@ -365,11 +380,13 @@ export class Dependency {
         if (ok) resolve(value as T);
         else reject(error);
       };
-      const timer = setTimeout(() => {
+      handle.expiresAt = (clock === systemClock ? start : Date.now()) + timeoutMs;
+      handle.expire = () => {
         const error = new AttemptTimeoutError(timeoutMs);
         handle.abort(error);
         finish(error, undefined, false);
-      }, timeoutMs);
+      };
+      timeouts.add(handle);
       const onAbort = () => {
         handle.abandoned = true;
         handle.abort(signal!.reason);
@@ -404,7 +421,12 @@ export class Dependency {
    * The first attempt, and after `delayMs` without an answer a second one (if the budget grants it
    * as a retry); the first success wins and the other attempt is aborted.
    */
-  private hedgedRound<T>(fn: (context: AttemptContext) => PromiseLike<T> | T, call: Call, delayMs: number): Promise<T> {
+  private hedgedRound<T>(
+    fn: (context: AttemptContext) => PromiseLike<T> | T,
+    call: Call,
+    delayMs: number,
+    start: number,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const running: Attempt[] = [];
       let pending = 0;
@@ -423,7 +445,7 @@ export class Dependency {
       };
       const launch = (hedge: boolean) => {
         pending++;
-        const { handle, promise } = this.attempt(fn, call, undefined, hedge);
+        const { handle, promise } = this.attempt(fn, call, undefined, hedge, hedge ? this.runtime.clock.now() : start);
         running.push(handle);
         promise.then(
           (value) => {

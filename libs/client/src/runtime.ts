@@ -3,6 +3,7 @@ import type { BreakerState, RetryRequest } from '@sluice/protocol';
 import type { CoordinatorLink } from './fleet/coordinator-link';
 import type { FleetDependency } from './fleet/fleet-dependency';
 import type { RetryVerdict } from './fleet/local-guard';
+import type { TimeoutWatch } from './timeout-watch';
 import type { Agents } from './transport/http';
 
 /** The coordinator's answer to "may this call go out?" while a breaker is half-open. */
@@ -19,6 +20,8 @@ export interface SluiceRuntime {
   readonly random: RandomSource;
   readonly link: CoordinatorLink;
   readonly agents: Agents;
+  /** The attempts' timeouts. */
+  readonly timeouts: TimeoutWatch;
   /** One retry decision: the coordinator's, or the local fallback's when it cannot answer. */
   decideRetry(dependency: FleetDependency, request: RetryRequest): Promise<RetryVerdict>;
   /** The coordinator's admission of a call while half-open; undefined when it cannot answer. */

@@ -26,6 +26,7 @@ import {
 } from './options';
 import type { AdmitVerdict, SluiceRuntime } from './runtime';
 import { CoordinatorTransport } from './transport/coordinator-transport';
+import { TimeoutWatch } from './timeout-watch';
 import { Agents } from './transport/http';
 
 /** Reported counts older than this are dropped instead of sent late. */
@@ -152,6 +153,7 @@ export class Sluice {
       random,
       link: this.link,
       agents,
+      timeouts: new TimeoutWatch(),
       decideRetry: (dependency, request) => this.decideRetry(dependency, request),
       admit: (dependency) => this.admit(dependency),
       reportProbe: (dependency, token, success) => {

@@ -30,6 +30,10 @@ export class LocalGuard {
   private readonly outcomes = new SlidingWindowCounter(['successes', 'failures', 'slow'] as const);
   private readonly machine = new BreakerMachine({ ...CLOSED_BREAKER });
   private probesInFlight = 0;
+  /** Counts of the current second not yet added to the windows (adding per call is the costly part). */
+  private pendingSecond = Number.NaN;
+  private pendingRequests = 0;
+  private pendingSuccesses = 0;
 
   constructor(
     private readonly policy: () => DependencyPolicy,
@@ -39,23 +43,39 @@ export class LocalGuard {
 
   /** A first attempt went out: the budget's deposit. */
   recordRequest(now: number): void {
-    this.budget.add(epochSecond(now), this.policy().retryBudget.windowSeconds, { requests: 1 });
+    if (epochSecond(now) !== this.pendingSecond) this.settlePending(now);
+    this.pendingRequests++;
   }
 
   /** An attempt's outcome; a failed or slow one may open the breaker. */
   recordOutcome(now: number, failed: boolean, slow: boolean): void {
-    const policy = this.policy().breaker;
     const second = epochSecond(now);
     if (!failed && !slow) {
-      this.outcomes.add(second, policy.windowSeconds, { successes: 1 });
+      if (second !== this.pendingSecond) this.settlePending(now);
+      this.pendingSuccesses++;
       return;
     }
+    this.settlePending(now);
+    const policy = this.policy().breaker;
     this.outcomes.add(second, policy.windowSeconds, { successes: failed ? 0 : 1, failures: failed ? 1 : 0, slow: slow ? 1 : 0 });
     const window = this.outcomes.sum(second, policy.windowSeconds);
     // One process is one reporter: the fleet's minReporters cannot apply here.
     const local = { ...policy, minReporters: 1 };
     if (this.machine.settle(now).evaluate(local, { ...window, failingReporters: 1 }, now)) this.outcomes.clear();
     this.publish();
+  }
+
+  /** Adds the counts kept for the current second to the windows, and starts a new second at `now`. */
+  private settlePending(now: number): void {
+    const policy = this.policy();
+    if (this.pendingRequests > 0) {
+      this.budget.add(this.pendingSecond, policy.retryBudget.windowSeconds, { requests: this.pendingRequests });
+    }
+    if (this.pendingSuccesses > 0) {
+      this.outcomes.add(this.pendingSecond, policy.breaker.windowSeconds, { successes: this.pendingSuccesses });
+    }
+    this.pendingRequests = this.pendingSuccesses = 0;
+    this.pendingSecond = epochSecond(now);
   }
 
   /** The local breaker's state now. */
@@ -95,6 +115,7 @@ export class LocalGuard {
     if (blocksCalls(state)) return deny('breaker_open');
     if (request.deadlineMs !== undefined && delayMs >= request.deadlineMs) return deny('deadline_exceeded');
     const budget = { ...policy.retryBudget, minRetriesPerSecond: policy.retryBudget.minRetriesPerSecond * this.share };
+    this.settlePending(now);
     const second = epochSecond(now);
     const { requests, retries } = this.budget.sum(second, budget.windowSeconds);
     if (!retryFits(budget, retries, requests)) return deny('budget_exhausted');
