@@ -25,7 +25,7 @@ export async function metric(baseUrl: string, name: string, labels: Record<strin
   const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`);
   const line = text
     .split('\n')
-    .find((l) => l.startsWith(`${name}{`) && wanted.every((label) => l.includes(label)));
+    .find((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && wanted.every((label) => l.includes(label)));
   return line ? Number(line.split(' ').pop()) : 0;
 }
 
