@@ -102,6 +102,8 @@ class Attempt implements AttemptContext, Expiring {
   /** When the attempt times out (real time, epoch ms), and what happens then. */
   expiresAt = 0;
   expire: () => void = () => undefined;
+  /** Ends the attempt as abandoned (a lost hedge, the caller's abort): aborted, and no outcome recorded. */
+  cancel: (reason: unknown) => void = () => undefined;
 
   constructor(
     readonly attempt: number,
@@ -387,11 +389,12 @@ export class Dependency {
         finish(error, undefined, false);
       };
       timeouts.add(handle);
-      const onAbort = () => {
+      handle.cancel = (reason: unknown) => {
         handle.abandoned = true;
-        handle.abort(signal!.reason);
-        finish(signal!.reason, undefined, false);
+        handle.abort(reason);
+        finish(reason, undefined, false);
       };
+      const onAbort = () => handle.cancel(signal!.reason);
       if (signal) signal.addEventListener('abort', onAbort, { once: true });
       let result: PromiseLike<T> | T;
       try {
@@ -436,12 +439,13 @@ export class Dependency {
       const settle = (ok: boolean, value?: T) => {
         settled = true;
         clearTimeout(timer);
-        for (const attempt of running) {
-          attempt.abandoned = true;
-          attempt.abort(new DOMException('another attempt answered first', 'AbortError'));
-        }
+        for (const attempt of [...running]) attempt.cancel(new DOMException('another attempt answered first', 'AbortError'));
         if (ok) resolve(value as T);
         else reject(lastError);
+      };
+      const forget = (handle: Attempt) => {
+        const index = running.indexOf(handle);
+        if (index >= 0) running.splice(index, 1);
       };
       const launch = (hedge: boolean) => {
         pending++;
@@ -449,11 +453,11 @@ export class Dependency {
         running.push(handle);
         promise.then(
           (value) => {
-            running.splice(running.indexOf(handle), 1);
+            forget(handle);
             if (!settled) settle(true, value);
           },
           (error: unknown) => {
-            running.splice(running.indexOf(handle), 1);
+            forget(handle);
             pending--;
             lastError = error;
             if (settled || pending > 0) return;

@@ -46,7 +46,8 @@ export function parseRetryAfter(value: string | null | undefined, now: number): 
   if (!value) return undefined;
   const text = value.trim();
   if (/^\d+$/.test(text)) return Math.min(Number(text) * 1000, MAX_RETRY_AFTER_MS);
-  const at = Date.parse(text);
+  // An HTTP-date names its day and month; Date.parse alone would take "-1" for a year.
+  const at = /[A-Za-z]/.test(text) ? Date.parse(text) : Number.NaN;
   if (Number.isNaN(at)) return undefined;
   return Math.min(Math.max(0, at - now), MAX_RETRY_AFTER_MS);
 }
