@@ -5,6 +5,8 @@ export interface CountingProxy {
   url: string;
   /** Requests seen, as "METHOD /path" without the query string. */
   seen: string[];
+  /** "METHOD /path STATUS" for every answered request, in the order the answers came. */
+  answered: string[];
   count(match: (line: string) => boolean): number;
   close(): Promise<void>;
 }
@@ -13,11 +15,14 @@ export interface CountingProxy {
 export async function startCountingProxy(target: string): Promise<CountingProxy> {
   const upstream = new URL(target);
   const seen: string[] = [];
+  const answered: string[] = [];
   const server: Server = createServer((req, res) => {
-    seen.push(`${req.method} ${(req.url ?? '/').split('?')[0]}`);
+    const line = `${req.method} ${(req.url ?? '/').split('?')[0]}`;
+    seen.push(line);
     const forward = request(
       { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
       (answer) => {
+        answered.push(`${line} ${answer.statusCode}`);
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
       },
@@ -31,6 +36,7 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
   return {
     url: `http://127.0.0.1:${port}`,
     seen,
+    answered,
     count: (match) => seen.filter(match).length,
     async close() {
       server.closeAllConnections();
