@@ -66,7 +66,9 @@ async function main() {
       return [name, ns.toFixed(0), name === 'bare call' ? '—' : (ns - bare).toFixed(0)];
     });
     printTable(['contender', 'ns/call', 'overhead ns/call'], rows);
-    console.log(`\n${ROUNDS} interleaved rounds of ${CALLS} sequential awaited calls each; medians. Node ${process.version}.`);
+    console.log(
+      `\n${ROUNDS} interleaved rounds of ${CALLS} sequential awaited calls each; medians. Node ${process.version}.`,
+    );
     console.log(`fallback active during the run: ${sluice.fallbackActive}`);
   } finally {
     await sluice.close();

@@ -24,7 +24,13 @@ describe('polling GET /deps/{dep} with ETags when the event stream is not used',
   });
 
   it('an unchanged view answers 304; a trip arrives with the next poll', async () => {
-    const sluice = new Sluice({ baseUrls: [proxy.url], namespace: 'shop', logger: false, sse: false, pollIntervalMs: 30 });
+    const sluice = new Sluice({
+      baseUrls: [proxy.url],
+      namespace: 'shop',
+      logger: false,
+      sse: false,
+      pollIntervalMs: 30,
+    });
     const catalog = sluice.dependency('catalog');
     const breaks: BreakerChange[] = [];
     catalog.onBreak((change) => breaks.push(change));
@@ -38,7 +44,11 @@ describe('polling GET /deps/{dep} with ETags when the event stream is not used',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ reason: 'poll drill' }),
     });
-    await waitUntil(() => breaks.length > 0, 5000, () => 'the trip never arrived by polling');
+    await waitUntil(
+      () => breaks.length > 0,
+      5000,
+      () => 'the trip never arrived by polling',
+    );
     expect(breaks[0]).toMatchObject({ to: 'forced_open', source: 'fleet' });
     expect(proxy.count((line) => line === 'GET /v1/shop/events')).toBe(0);
     await sluice.close();
@@ -77,7 +87,11 @@ describe('parsing the latency a coordinator serves (a fake coordinator, for this
   it("timeout 'auto' is 2 × p99 within its bounds; the p95 hedge waits the fleet's p95", async () => {
     const sluice = new Sluice({ baseUrls: [url], namespace: 'shop', logger: false });
     const search = sluice.dependency('search', { idempotent: true, timeoutMs: 'auto', hedge: { delayMs: 'p95' } });
-    await waitUntil(() => search.attemptTimeoutMs !== 3000, 5000, () => 'the view was never read');
+    await waitUntil(
+      () => search.attemptTimeoutMs !== 3000,
+      5000,
+      () => 'the view was never read',
+    );
     expect(search.attemptTimeoutMs).toBe(240);
     expect(search.hedgeDelayMs).toBe(40);
     const tight = sluice.dependency('search', { autoTimeout: { minMs: 10, maxMs: 200 } });
@@ -100,7 +114,10 @@ describe('fallback modes with no coordinator at all', () => {
     const dep = sluice.dependency('anything', { idempotent: true });
     server.plan([ok()], fail(503));
     expect((await dep.fetch(`${server.url}/1`)).status).toBe(200);
-    await expect(dep.fetch(`${server.url}/2`)).rejects.toMatchObject({ reason: 'coordinator_unavailable', attempts: 1 });
+    await expect(dep.fetch(`${server.url}/2`)).rejects.toMatchObject({
+      reason: 'coordinator_unavailable',
+      attempts: 1,
+    });
     expect(sluice.fallbackActive).toBe(true);
     await sluice.close();
   });

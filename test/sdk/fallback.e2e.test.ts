@@ -60,7 +60,11 @@ describe('the coordinator is killed mid-run: local fallback, then back to the fl
     await coordinator.kill();
     // Calls keep going while the SDK notices (its next report fails) and after.
     for (let i = 0; i < 5; i++) expect((await orders.fetch(`${server.url}/during/${i}`)).status).toBe(200);
-    await waitUntil(() => sluice.fallbackActive, 5000, () => 'the SDK never switched to its fallback');
+    await waitUntil(
+      () => sluice.fallbackActive,
+      5000,
+      () => 'the SDK never switched to its fallback',
+    );
     expect(switches).toEqual([expect.objectContaining({ active: true })]);
     expect(lines.some((line) => line.startsWith('warn coordinator unavailable'))).toBe(true);
 
@@ -80,12 +84,19 @@ describe('the coordinator is killed mid-run: local fallback, then back to the fl
     // The failure that opened it was refused its retry; the next call is refused before it is sent.
     expect(refused).toMatchObject({ isBreakerOpenError: true, state: 'open' });
     const sent = server.requests.length;
-    await expect(orders.fetch(`${server.url}/refused`)).rejects.toMatchObject({ isBreakerOpenError: true, attempts: 0 });
+    await expect(orders.fetch(`${server.url}/refused`)).rejects.toMatchObject({
+      isBreakerOpenError: true,
+      attempts: 0,
+    });
     expect(server.requests).toHaveLength(sent);
 
     // The coordinator comes back on the same address: the SDK returns to it on its own.
     coordinator = await startCoordinatorProcess(port, env());
-    await waitUntil(() => !sluice.fallbackActive, 5000, () => 'the SDK never returned to the coordinator');
+    await waitUntil(
+      () => !sluice.fallbackActive,
+      5000,
+      () => 'the SDK never returned to the coordinator',
+    );
     expect(switches.map((change) => change.active)).toEqual([true, false]);
     expect(lines.some((line) => line.startsWith('info coordinator answers again'))).toBe(true);
     // The outcomes seen during the outage are reported late (they are still in the fleet's window),
@@ -93,7 +104,11 @@ describe('the coordinator is killed mid-run: local fallback, then back to the fl
     await sluice.flush();
     const view = (await (await fetch(`${coordinator.url}/v1/shop/deps/orders`)).json()) as DependencyView;
     expect(view.breaker.state).toBe('open');
-    await waitUntil(() => orders.breakerState === 'open', 5000, () => 'the fleet view never came back');
+    await waitUntil(
+      () => orders.breakerState === 'open',
+      5000,
+      () => 'the fleet view never came back',
+    );
     // An operator reset is pushed over the reopened event stream; retries are the fleet's again.
     const resets: BreakerChange[] = [];
     orders.onReset((change) => resets.push(change));
@@ -102,7 +117,11 @@ describe('the coordinator is killed mid-run: local fallback, then back to the fl
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ reason: 'after the outage' }),
     });
-    await waitUntil(() => orders.breakerState === 'closed', 5000, () => 'the reset never arrived');
+    await waitUntil(
+      () => orders.breakerState === 'closed',
+      5000,
+      () => 'the reset never arrived',
+    );
     expect(resets[0]).toMatchObject({ from: 'open', to: 'closed', source: 'fleet' });
     server.plan([fail(503)], ok());
     expect((await orders.fetch(`${server.url}/after`)).status).toBe(200);

@@ -107,12 +107,21 @@ describe('a breaker tripped by an operator reaches an SDK in another process wit
       body: JSON.stringify({ reason: 'drill' }),
     });
     expect(trip.status).toBe(200);
-    await waitUntil(() => breaks.length > 0, 5000, () => 'no breaker push arrived');
+    await waitUntil(
+      () => breaks.length > 0,
+      5000,
+      () => 'no breaker push arrived',
+    );
     console.log(`operator trip seen by the SDK in another process after ${breaks[0].at - trippedAt} ms (one SSE push)`);
     expect(breaks[0]).toMatchObject({ dependency: 'payments-api', to: 'forced_open', source: 'fleet' });
 
     const error = await payments.fetch(`${server.url}/charges/2`).catch((e: unknown) => e);
-    expect(error).toMatchObject({ isBreakerOpenError: true, reason: 'breaker_open', state: 'forced_open', attempts: 0 });
+    expect(error).toMatchObject({
+      isBreakerOpenError: true,
+      reason: 'breaker_open',
+      state: 'forced_open',
+      attempts: 0,
+    });
     expect(server.requests).toHaveLength(1);
     expect((await served('/retry')) + (await served('/admit'))).toBe(decisionsBefore);
 
@@ -124,7 +133,11 @@ describe('a breaker tripped by an operator reaches an SDK in another process wit
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ reason: 'drill over' }),
     });
-    await waitUntil(() => resets.length > 0, 5000, () => 'no reset push arrived');
+    await waitUntil(
+      () => resets.length > 0,
+      5000,
+      () => 'no reset push arrived',
+    );
     expect((await payments.fetch(`${server.url}/charges/3`)).status).toBe(200);
     await sluice.close();
   });

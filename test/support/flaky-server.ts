@@ -30,7 +30,11 @@ export interface FlakyServer {
 }
 
 export const ok = (body = 'ok', delayMs = 0): Behaviour => ({ status: 200, body, delayMs });
-export const fail = (status = 503, headers: Record<string, string> = {}): Behaviour => ({ status, headers, body: 'no' });
+export const fail = (status = 503, headers: Record<string, string> = {}): Behaviour => ({
+  status,
+  headers,
+  body: 'no',
+});
 
 /** A real HTTP server on loopback that fails, times out, sends 429 with Retry-After, and recovers on cue. */
 export async function startFlakyServer(): Promise<FlakyServer> {
@@ -73,8 +77,7 @@ export async function startFlakyServer(): Promise<FlakyServer> {
         answer();
       }, behaviour.delayMs);
       timers.add(timer);
-    }
-    else answer();
+    } else answer();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

@@ -8,7 +8,11 @@ describe('classification', () => {
     ['attempt timeout', new AttemptTimeoutError(100), { error: 'timeout' }],
     ['connect timeout', new ConnectTimeoutError(100), { error: 'connection' }],
     ['ECONNREFUSED', Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }), { error: 'connection' }],
-    ['fetch failed with a cause', new TypeError('fetch failed', { cause: { code: 'ECONNRESET' } }), { error: 'connection' }],
+    [
+      'fetch failed with a cause',
+      new TypeError('fetch failed', { cause: { code: 'ECONNRESET' } }),
+      { error: 'connection' },
+    ],
     ['undici headers timeout', { code: 'UND_ERR_HEADERS_TIMEOUT' }, { error: 'timeout' }],
     ['AbortSignal.timeout', new DOMException('timed out', 'TimeoutError'), { error: 'timeout' }],
     ['axios-like response status', { response: { status: 502 } }, { status: 502 }],

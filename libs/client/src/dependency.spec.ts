@@ -182,7 +182,11 @@ describe('Dependency.execute', () => {
     const { dep, fleet } = setup();
     fleet.applyState('forced_open', null);
     const { fn, contexts } = script([], 1);
-    expect(await rejection(dep.execute(fn))).toMatchObject({ isBreakerOpenError: true, state: 'forced_open', attempts: 0 });
+    expect(await rejection(dep.execute(fn))).toMatchObject({
+      isBreakerOpenError: true,
+      state: 'forced_open',
+      attempts: 0,
+    });
     expect(contexts).toHaveLength(0);
   });
 
@@ -194,7 +198,10 @@ describe('Dependency.execute', () => {
     expect(probes).toEqual([{ token: 'probe-1', success: true }]);
 
     setAdmit({ allow: false, state: 'half_open' });
-    expect(await rejection(dep.execute(script([], 1).fn))).toMatchObject({ isBreakerOpenError: true, state: 'half_open' });
+    expect(await rejection(dep.execute(script([], 1).fn))).toMatchObject({
+      isBreakerOpenError: true,
+      state: 'half_open',
+    });
   });
 
   it('half-open with the coordinator away: the local breaker decides', async () => {
@@ -271,10 +278,12 @@ describe('Dependency.execute', () => {
   });
 
   it('hedging denied by the budget: the first attempt alone decides', async () => {
-    const { dep } = setup({ idempotent: true, hedge: { delayMs: 1 } }, () => ({ allow: false, reason: 'budget_exhausted', delayMs: 0 }));
-    const result = await dep.execute(
-      () => new Promise<string>((resolve) => setTimeout(() => resolve('first'), 20)),
-    );
+    const { dep } = setup({ idempotent: true, hedge: { delayMs: 1 } }, () => ({
+      allow: false,
+      reason: 'budget_exhausted',
+      delayMs: 0,
+    }));
+    const result = await dep.execute(() => new Promise<string>((resolve) => setTimeout(() => resolve('first'), 20)));
     expect(result).toBe('first');
   });
 

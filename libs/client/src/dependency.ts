@@ -1,13 +1,7 @@
 import { ATTEMPT_HEADER, DEADLINE_HEADER, IDEMPOTENCY_KEY_HEADER, type BreakerState } from '@sluice/protocol';
 import { classify, isDependencyFailure, retryDenial, type Failure } from './classification';
 import { currentContext, type SluiceRequestContext } from './context/request-context';
-import {
-  AttemptTimeoutError,
-  BreakerOpenError,
-  DeadlineExceededError,
-  GiveUpError,
-  type GiveUpReason,
-} from './errors';
+import { AttemptTimeoutError, BreakerOpenError, DeadlineExceededError, GiveUpError, type GiveUpReason } from './errors';
 import { EventEmitter, type Event } from './events';
 import type { BreakerChange, FleetDependency } from './fleet/fleet-dependency';
 import type { AutoTimeoutBounds, HedgeOptions, ResolvedDependencyOptions } from './options';
@@ -439,7 +433,8 @@ export class Dependency {
       const settle = (ok: boolean, value?: T) => {
         settled = true;
         clearTimeout(timer);
-        for (const attempt of [...running]) attempt.cancel(new DOMException('another attempt answered first', 'AbortError'));
+        for (const attempt of [...running])
+          attempt.cancel(new DOMException('another attempt answered first', 'AbortError'));
         if (ok) resolve(value as T);
         else reject(lastError);
       };
@@ -484,7 +479,13 @@ export class Dependency {
         hedging = 'done';
         if (settled) return;
         if (verdict?.allow && call.deadlineAt > this.runtime.clock.now()) {
-          this.emitRetry({ dependency: this.name, attempt: call.launched + 1, delayMs: 0, error: undefined, hedge: true });
+          this.emitRetry({
+            dependency: this.name,
+            attempt: call.launched + 1,
+            delayMs: 0,
+            error: undefined,
+            hedge: true,
+          });
           launch(true);
         } else if (pending === 0) {
           settle(false);
@@ -503,7 +504,8 @@ export class Dependency {
     const failure = classify(error, this.options.classifiers);
     const denial = retryDenial(failure, call.idempotent, call.key !== undefined);
     if (denial === 'not_retriable') throw error;
-    const giveUp = (reason: GiveUpReason) => this.giveUp(call, new GiveUpError(this.name, reason, error, call.launched));
+    const giveUp = (reason: GiveUpReason) =>
+      this.giveUp(call, new GiveUpError(this.name, reason, error, call.launched));
     if (denial) throw giveUp(denial);
     if (failure.retriedDownstream) throw giveUp('downstream_retried');
     if (call.launched >= this.options.maxAttempts) throw giveUp('max_attempts');

@@ -145,7 +145,8 @@ async function sendFollowingRedirects(
     if (status === 303 || ((status === 301 || status === 302) && method === 'POST')) {
       method = method === 'HEAD' ? 'HEAD' : 'GET';
       body = undefined;
-      for (const name of ['content-length', 'content-type', 'content-encoding', 'content-language']) delete headers[name];
+      for (const name of ['content-length', 'content-type', 'content-encoding', 'content-language'])
+        delete headers[name];
     }
     if (next.origin !== url.origin) delete headers.authorization;
     url = next;

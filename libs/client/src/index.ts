@@ -24,13 +24,7 @@ export { ATTEMPT_HEADER, DEADLINE_HEADER, IDEMPOTENCY_KEY_HEADER } from '@sluice
 export { Sluice } from './sluice';
 export { Dependency, autoTimeoutMs, hedgeDelayMs } from './dependency';
 export type { AttemptContext, ExecuteOptions, GiveUpEvent, RetryEvent } from './dependency';
-export type {
-  AutoTimeoutBounds,
-  DependencyOptions,
-  FallbackMode,
-  HedgeOptions,
-  SluiceOptions,
-} from './options';
+export type { AutoTimeoutBounds, DependencyOptions, FallbackMode, HedgeOptions, SluiceOptions } from './options';
 export type { BreakerChange } from './fleet/fleet-dependency';
 export type { FallbackChange, SluiceLogger } from './fleet/coordinator-link';
 export type { Disposable, Event } from './events';

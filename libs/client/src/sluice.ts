@@ -279,7 +279,11 @@ export class Sluice {
         return dependency.local.decideRetry(request, now, this.runtime.random);
       case 'fail-open': {
         const { backoff } = dependency.fallbackPolicy;
-        const delayMs = backoffDelay(backoff, { attempt: request.attempt, retryAfterMs: request.retryAfterMs }, this.runtime.random);
+        const delayMs = backoffDelay(
+          backoff,
+          { attempt: request.attempt, retryAfterMs: request.retryAfterMs },
+          this.runtime.random,
+        );
         return { allow: true, reason: 'granted', delayMs };
       }
       case 'fail-closed':

@@ -1,5 +1,11 @@
 import { ManualClock } from '@sluice/core';
-import { contextFromHeaders, currentContext, remainingDeadlineMs, runWithContext, runWithDeadline } from './request-context';
+import {
+  contextFromHeaders,
+  currentContext,
+  remainingDeadlineMs,
+  runWithContext,
+  runWithDeadline,
+} from './request-context';
 
 describe('request context', () => {
   const clock = new ManualClock(1_000_000);
@@ -9,12 +15,16 @@ describe('request context', () => {
       attempt: 2,
       deadlineAt: 1_000_800,
     });
-    expect(contextFromHeaders({ 'sluice-deadline-ms': 'soon', 'sluice-attempt': '-3' }, { clock })).toEqual({ attempt: 1 });
+    expect(contextFromHeaders({ 'sluice-deadline-ms': 'soon', 'sluice-attempt': '-3' }, { clock })).toEqual({
+      attempt: 1,
+    });
     expect(contextFromHeaders({ 'sluice-deadline-ms': ['50', '900'] }, { clock })).toEqual({
       attempt: 1,
       deadlineAt: 1_000_050,
     });
-    expect(contextFromHeaders({ 'sluice-deadline-ms': '999999999999' }, { clock }).deadlineAt).toBe(1_000_000 + 86_400_000);
+    expect(contextFromHeaders({ 'sluice-deadline-ms': '999999999999' }, { clock }).deadlineAt).toBe(
+      1_000_000 + 86_400_000,
+    );
   });
 
   it('a nested deadline never extends the enclosing one', () => {

@@ -87,7 +87,11 @@ export class BreakerFeed {
     if (this.reading.has(dependency.name) || this.closed) return;
     this.reading.add(dependency.name);
     try {
-      const { view, etag } = await this.transport.readDependency(dependency.name, dependency.etag, this.options.timeoutMs);
+      const { view, etag } = await this.transport.readDependency(
+        dependency.name,
+        dependency.etag,
+        this.options.timeoutMs,
+      );
       this.link.succeeded('poll');
       if (view) dependency.applyView(view, etag, this.clock.now());
       else dependency.lastReadAt = this.clock.now();

@@ -46,7 +46,14 @@ describe('FleetDependency', () => {
     dep.recordOutcome(clock.now(), 150, true); // slow (slowCallMs 100 from the fleet's policy) and failed
     dep.probes.push({ token: 't', success: true });
     const report = dep.takeReport();
-    expect(report).toMatchObject({ dep: 'pay', requests: 1, successes: 1, failures: 1, slow: 1, probes: [{ token: 't', success: true }] });
+    expect(report).toMatchObject({
+      dep: 'pay',
+      requests: 1,
+      successes: 1,
+      failures: 1,
+      slow: 1,
+      probes: [{ token: 't', success: true }],
+    });
     expect(report.latency?.counts).toEqual([0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0]);
     expect(dep.hasPending).toBe(false);
 

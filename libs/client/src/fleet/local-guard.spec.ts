@@ -5,7 +5,14 @@ import { LocalGuard } from './local-guard';
 const POLICY: DependencyPolicy = mergeDependencyPolicy(DEFAULT_DEPENDENCY_POLICY, {
   retryBudget: { ratio: 0.1, minRetriesPerSecond: 0.2, windowSeconds: 10, maxAttempts: 3 },
   backoff: { baseMs: 10, capMs: 100, jitter: 'none' },
-  breaker: { minimumCalls: 4, failureRateThreshold: 0.5, openMs: 1000, windowSeconds: 10, closeAfterSuccesses: 2, halfOpenProbes: 1 },
+  breaker: {
+    minimumCalls: 4,
+    failureRateThreshold: 0.5,
+    openMs: 1000,
+    windowSeconds: 10,
+    closeAfterSuccesses: 2,
+    halfOpenProbes: 1,
+  },
 });
 
 describe('LocalGuard (the local fallback)', () => {
@@ -13,12 +20,17 @@ describe('LocalGuard (the local fallback)', () => {
   let transitions: BreakerTransition[];
   let guard: LocalGuard;
   const random = seededRandom(7);
-  const retry = (attempt = 1, deadlineMs?: number) => guard.decideRetry({ attempt, idempotent: true, deadlineMs }, clock.now(), random);
+  const retry = (attempt = 1, deadlineMs?: number) =>
+    guard.decideRetry({ attempt, idempotent: true, deadlineMs }, clock.now(), random);
 
   beforeEach(() => {
     clock = new ManualClock();
     transitions = [];
-    guard = new LocalGuard(() => POLICY, 1, (t) => transitions.push(t));
+    guard = new LocalGuard(
+      () => POLICY,
+      1,
+      (t) => transitions.push(t),
+    );
   });
 
   it('grants retries up to floor(ratio × requests + floor × window), then budget_exhausted', () => {
@@ -31,7 +43,11 @@ describe('LocalGuard (the local fallback)', () => {
   });
 
   it('scales the floor by the process share', () => {
-    const half = new LocalGuard(() => POLICY, 0.5, () => undefined);
+    const half = new LocalGuard(
+      () => POLICY,
+      0.5,
+      () => undefined,
+    );
     // floor(0 + 0.1 × 10) = 1
     expect(half.decideRetry({ attempt: 1 }, clock.now(), random).reason).toBe('granted');
     expect(half.decideRetry({ attempt: 1 }, clock.now(), random).reason).toBe('budget_exhausted');

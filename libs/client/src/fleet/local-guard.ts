@@ -57,7 +57,11 @@ export class LocalGuard {
     }
     this.settlePending(now);
     const policy = this.policy().breaker;
-    this.outcomes.add(second, policy.windowSeconds, { successes: failed ? 0 : 1, failures: failed ? 1 : 0, slow: slow ? 1 : 0 });
+    this.outcomes.add(second, policy.windowSeconds, {
+      successes: failed ? 0 : 1,
+      failures: failed ? 1 : 0,
+      slow: slow ? 1 : 0,
+    });
     const window = this.outcomes.sum(second, policy.windowSeconds);
     // One process is one reporter: the fleet's minReporters cannot apply here.
     const local = { ...policy, minReporters: 1 };
@@ -108,7 +112,11 @@ export class LocalGuard {
   /** May this process retry, on its own? The coordinator's rules, on local counts. */
   decideRetry(request: RetryRequest, now: number, random: RandomSource): RetryVerdict {
     const policy = this.policy();
-    const delayMs = backoffDelay(policy.backoff, { attempt: request.attempt, retryAfterMs: request.retryAfterMs }, random);
+    const delayMs = backoffDelay(
+      policy.backoff,
+      { attempt: request.attempt, retryAfterMs: request.retryAfterMs },
+      random,
+    );
     const deny = (reason: string): RetryVerdict => ({ allow: false, reason, delayMs, breakerState: state });
     const state = this.state(now);
     if (request.attempt + 1 > policy.retryBudget.maxAttempts) return deny('max_attempts');

@@ -62,9 +62,7 @@ export class SluiceContextInterceptor implements NestInterceptor {
       }
     };
     const requestContext = contextFromHeaders(request.headers ?? {}, { pushback });
-    return new Observable((subscriber) =>
-      runWithContext(requestContext, () => next.handle().subscribe(subscriber)),
-    );
+    return new Observable((subscriber) => runWithContext(requestContext, () => next.handle().subscribe(subscriber)));
   }
 }
 
@@ -118,11 +116,7 @@ export class SluiceModule {
    */
   static forRoot(options: SluiceOptions & { contextInterceptor?: boolean }): DynamicModule {
     const { contextInterceptor, ...sluiceOptions } = options;
-    return SluiceModule.build(
-      [{ provide: SLUICE_OPTIONS, useValue: sluiceOptions }],
-      [],
-      contextInterceptor ?? true,
-    );
+    return SluiceModule.build([{ provide: SLUICE_OPTIONS, useValue: sluiceOptions }], [], contextInterceptor ?? true);
   }
 
   /**

@@ -1,10 +1,5 @@
 import type { Clock } from '@sluice/core';
-import {
-  NO_RETRY_HEADER,
-  contextFromHeaders,
-  runWithContext,
-  type IncomingHeaders,
-} from '../context/request-context';
+import { NO_RETRY_HEADER, contextFromHeaders, runWithContext, type IncomingHeaders } from '../context/request-context';
 
 /** Options of the server middlewares. */
 export interface SluiceMiddlewareOptions {

@@ -54,7 +54,13 @@ export class CoordinatorTransport {
 
   /** GET /v1/{ns}/deps/{dep} with If-None-Match. */
   async readDependency(dep: string, etag: string | undefined, timeoutMs: number): Promise<ViewRead> {
-    const response = await this.request('GET', `deps/${dep}`, undefined, timeoutMs, etag ? { 'if-none-match': etag } : {});
+    const response = await this.request(
+      'GET',
+      `deps/${dep}`,
+      undefined,
+      timeoutMs,
+      etag ? { 'if-none-match': etag } : {},
+    );
     const newEtag = header(response, 'etag') ?? etag;
     if (response.statusCode === 304) {
       response.resume();
