@@ -8,7 +8,7 @@ import { startCountingProxy, type CountingProxy } from '../support/counting-prox
 import { fail, ok, startFlakyServer, type FlakyServer } from '../support/flaky-server';
 import { findFreePort } from '../support/ports';
 import { waitUntil } from '../support/redis-server';
-import { startShopCoordinator } from '../support/sdk';
+import { breakerAction, startShopCoordinator } from '../support/sdk';
 
 describe('polling GET /deps/{dep} with ETags when the event stream is not used', () => {
   let coordinator: RunningCoordinator;
@@ -39,11 +39,7 @@ describe('polling GET /deps/{dep} with ETags when the event stream is not used',
       5000,
       () => `no conditional read answered 304: ${proxy.answered.join(', ')}`,
     );
-    await fetch(`${coordinator.url}/admin/v1/shop/breakers/catalog/trip`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ reason: 'poll drill' }),
-    });
+    expect(await breakerAction(coordinator.url, 'catalog', 'trip', 'poll drill')).toBe(200);
     await waitUntil(
       () => breaks.length > 0,
       5000,

@@ -4,7 +4,7 @@ import { startCoordinatorProcess, type CoordinatorProcess } from '../support/coo
 import { fail, ok, startFlakyServer, type FlakyServer } from '../support/flaky-server';
 import { findFreePort } from '../support/ports';
 import { waitUntil } from '../support/redis-server';
-import { policiesFile, retryDecisions } from '../support/sdk';
+import { breakerAction, policiesFile, retryDecisions } from '../support/sdk';
 
 async function failure(promise: Promise<unknown>): Promise<GiveUpError> {
   const error = await promise.then(
@@ -112,11 +112,7 @@ describe('the coordinator is killed mid-run: local fallback, then back to the fl
     // An operator reset is pushed over the reopened event stream; retries are the fleet's again.
     const resets: BreakerChange[] = [];
     orders.onReset((change) => resets.push(change));
-    await fetch(`${coordinator.url}/admin/v1/shop/breakers/orders/reset`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ reason: 'after the outage' }),
-    });
+    expect(await breakerAction(coordinator.url, 'orders', 'reset', 'after the outage')).toBe(200);
     await waitUntil(
       () => orders.breakerState === 'closed',
       5000,

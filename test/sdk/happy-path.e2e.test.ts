@@ -6,7 +6,7 @@ import { startCountingProxy, type CountingProxy } from '../support/counting-prox
 import { ok, startFlakyServer, type FlakyServer } from '../support/flaky-server';
 import { findFreePort } from '../support/ports';
 import { waitUntil } from '../support/redis-server';
-import { metric, startShopCoordinator } from '../support/sdk';
+import { breakerAction, metric, startShopCoordinator } from '../support/sdk';
 
 describe('zero hops on the happy path', () => {
   let coordinator: RunningCoordinator;
@@ -101,12 +101,7 @@ describe('a breaker tripped by an operator reaches an SDK in another process wit
     const decisionsBefore = (await served('/retry')) + (await served('/admit'));
 
     const trippedAt = Date.now();
-    const trip = await fetch(`${coordinator.url}/admin/v1/shop/breakers/payments-api/trip`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ reason: 'drill' }),
-    });
-    expect(trip.status).toBe(200);
+    expect(await breakerAction(coordinator.url, 'payments-api', 'trip', 'drill')).toBe(200);
     await waitUntil(
       () => breaks.length > 0,
       5000,
@@ -128,11 +123,7 @@ describe('a breaker tripped by an operator reaches an SDK in another process wit
     // A reset is pushed the same way, and calls go out again.
     const resets: BreakerChange[] = [];
     payments.onReset((change) => resets.push(change));
-    await fetch(`${coordinator.url}/admin/v1/shop/breakers/payments-api/reset`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ reason: 'drill over' }),
-    });
+    expect(await breakerAction(coordinator.url, 'payments-api', 'reset', 'drill over')).toBe(200);
     await waitUntil(
       () => resets.length > 0,
       5000,

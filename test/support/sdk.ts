@@ -35,3 +35,14 @@ export const retryDecisions = (baseUrl: string, dependency: string, result: stri
 
 /** Quick backoff, so tests wait milliseconds, not seconds. */
 export const QUICK_BACKOFF = { backoff: { baseMs: 1, capMs: 5, jitter: 'full' } };
+
+/** An operator's breaker action on `shop/<dep>` through the admin API; resolves with the status. */
+export async function breakerAction(baseUrl: string, dependency: string, action: 'trip' | 'reset', reason: string) {
+  const response = await fetch(`${baseUrl}/admin/v1/shop/breakers/${dependency}/${action}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ reason }),
+  });
+  await response.arrayBuffer();
+  return response.status;
+}

@@ -1,7 +1,8 @@
 import { ManualClock, seededRandom } from '@sluice/core';
 import type { RetryRequest } from '@sluice/protocol';
 import { runWithContext } from './context/request-context';
-import { Dependency, type AttemptContext, type GiveUpEvent, type RetryEvent } from './dependency';
+import { Dependency, type AttemptContext } from './dependency';
+import type { GiveUpEvent, RetryEvent } from './policy-events';
 import { HttpStatusError, isAttemptTimeoutError, type GiveUpError } from './errors';
 import { EventEmitter } from './events';
 import { CoordinatorLink, silentLogger } from './fleet/coordinator-link';

@@ -1,14 +1,15 @@
+import { systemClock } from '@sluice/core';
 import { ATTEMPT_HEADER, DEADLINE_HEADER, IDEMPOTENCY_KEY_HEADER, type BreakerState } from '@sluice/protocol';
 import { classify, isDependencyFailure, retryDenial, type Failure } from './classification';
 import { currentContext, type SluiceRequestContext } from './context/request-context';
 import { AttemptTimeoutError, BreakerOpenError, DeadlineExceededError, GiveUpError, type GiveUpReason } from './errors';
-import { EventEmitter, type Event } from './events';
-import type { BreakerChange, FleetDependency } from './fleet/fleet-dependency';
+import type { EventEmitter } from './events';
+import type { FleetDependency } from './fleet/fleet-dependency';
 import type { AutoTimeoutBounds, HedgeOptions, ResolvedDependencyOptions } from './options';
 import { fetchThrough, type SluiceFetchInit } from './fetch';
+import { PolicyEvents, type GiveUpEvent, type RetryEvent } from './policy-events';
 import type { SluiceRuntime } from './runtime';
 import type { Expiring } from './timeout-watch';
-import { systemClock } from '@sluice/core';
 
 /**
  * What one attempt of a call gets: its number, a signal that aborts at its timeout, at the deadline,
@@ -43,33 +44,6 @@ export interface ExecuteOptions {
   idempotencyKey?: string;
   /** This call's deadline in ms (default: the dependency's `deadlineMs`), never past the request's own. */
   deadlineMs?: number;
-}
-
-/**
- * A retry is about to happen.
- * @example
- * payments.onRetry(({ attempt, delayMs, error }) => log.info(`retry ${attempt} in ${delayMs} ms`, error));
- */
-export interface RetryEvent {
-  dependency: string;
-  /** The number of the attempt about to go out. */
-  attempt: number;
-  /** The backoff before it, in ms (0 for a hedge). */
-  delayMs: number;
-  /** The error that caused it (undefined for a hedge). */
-  error: unknown;
-  hedge: boolean;
-}
-
-/**
- * A call gave up.
- * @example
- * payments.onGiveUp(({ reason }) => metrics.giveUps.inc({ reason }));
- */
-export interface GiveUpEvent {
-  dependency: string;
-  reason: GiveUpReason;
-  error: GiveUpError;
 }
 
 const NO_OPTIONS: ExecuteOptions = {};
@@ -161,44 +135,7 @@ export function hedgeDelayMs(p95: number | null | undefined, hedge: HedgeOptions
  *   idempotencyKey: order.id,
  * });
  */
-export class Dependency {
-  private readonly retries = new EventEmitter<RetryEvent>();
-  private readonly giveUps = new EventEmitter<GiveUpEvent>();
-  private readonly breaks = new EventEmitter<BreakerChange>();
-  private readonly resets = new EventEmitter<BreakerChange>();
-  private readonly halfOpens = new EventEmitter<BreakerChange>();
-
-  /**
-   * Before each retry (and hedge).
-   * @example
-   * payments.onRetry(({ attempt, delayMs }) => console.log(`attempt ${attempt} in ${delayMs} ms`));
-   */
-  readonly onRetry: Event<RetryEvent> = this.retries.event;
-  /**
-   * When a call gives up.
-   * @example
-   * payments.onGiveUp(({ reason }) => console.log(`gave up: ${reason}`));
-   */
-  readonly onGiveUp: Event<GiveUpEvent> = this.giveUps.event;
-  /**
-   * When the breaker that governs calls opens (the fleet's, or the local one in fallback).
-   * @example
-   * payments.onBreak(({ to, source }) => console.log(`breaker ${to} (${source})`));
-   */
-  readonly onBreak: Event<BreakerChange> = this.breaks.event;
-  /**
-   * When the governing breaker closes again.
-   * @example
-   * payments.onReset(() => console.log('payments-api is back'));
-   */
-  readonly onReset: Event<BreakerChange> = this.resets.event;
-  /**
-   * When the governing breaker becomes half-open.
-   * @example
-   * payments.onHalfOpen(() => console.log('probing payments-api'));
-   */
-  readonly onHalfOpen: Event<BreakerChange> = this.halfOpens.event;
-
+export class Dependency extends PolicyEvents {
   /** @internal Built by {@link Sluice.dependency}. */
   constructor(
     /** The dependency's name, as the coordinator knows it. */
@@ -209,11 +146,9 @@ export class Dependency {
     private readonly runtime: SluiceRuntime,
     private readonly forward: { retry: EventEmitter<RetryEvent>; giveUp: EventEmitter<GiveUpEvent> },
   ) {
+    super();
     fleet.changes.event((change) => {
-      if ((change.source === 'local') !== runtime.governedLocally()) return;
-      if (change.to === 'open' || change.to === 'forced_open') this.breaks.emit(change);
-      else if (change.to === 'half_open') this.halfOpens.emit(change);
-      else this.resets.emit(change);
+      if ((change.source === 'local') === runtime.governedLocally()) this.breakerChanged(change);
     });
   }
 

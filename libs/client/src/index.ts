@@ -23,7 +23,9 @@ export { ATTEMPT_HEADER, DEADLINE_HEADER, IDEMPOTENCY_KEY_HEADER } from '@sluice
 // The client: retries that ask the fleet, breakers pushed live, deadlines that shrink.
 export { Sluice } from './sluice';
 export { Dependency, autoTimeoutMs, hedgeDelayMs } from './dependency';
-export type { AttemptContext, ExecuteOptions, GiveUpEvent, RetryEvent } from './dependency';
+export type { AttemptContext, ExecuteOptions } from './dependency';
+export { PolicyEvents } from './policy-events';
+export type { GiveUpEvent, RetryEvent } from './policy-events';
 export type { AutoTimeoutBounds, DependencyOptions, FallbackMode, HedgeOptions, SluiceOptions } from './options';
 export type { BreakerChange } from './fleet/fleet-dependency';
 export type { FallbackChange, SluiceLogger } from './fleet/coordinator-link';

@@ -1,8 +1,8 @@
 import { backoffDelay, systemClock, type Clock, type RandomSource } from '@sluice/core';
 import { RESOURCE_NAME_PATTERN, type BreakerState, type RetryRequest } from '@sluice/protocol';
 import { hostname } from 'node:os';
-import { Dependency, type GiveUpEvent, type RetryEvent } from './dependency';
-import { EventEmitter, type Event } from './events';
+import { Dependency } from './dependency';
+import type { Event } from './events';
 import { fetchThrough, type SluiceFetchInit } from './fetch';
 import { BreakerFeed } from './fleet/breaker-feed';
 import {
@@ -24,6 +24,7 @@ import {
   type ResolvedDependencyOptions,
   type SluiceOptions,
 } from './options';
+import { PolicyEvents } from './policy-events';
 import type { AdmitVerdict, SluiceRuntime } from './runtime';
 import { CoordinatorTransport } from './transport/coordinator-transport';
 import { TimeoutWatch } from './timeout-watch';
@@ -44,7 +45,7 @@ const MAX_REPORT_AGE_MS = 10_000;
  * const res = await payments.fetch('http://payments/charges/42');
  * await sluice.close();
  */
-export class Sluice {
+export class Sluice extends PolicyEvents {
   private readonly fleet = new Map<string, FleetDependency>();
   private readonly policies = new Map<string, Dependency>();
   private readonly transport: CoordinatorTransport;
@@ -58,42 +59,6 @@ export class Sluice {
   private readonly decisionTimeoutMs: number;
   private closed = false;
 
-  private readonly retries = new EventEmitter<RetryEvent>();
-  private readonly giveUps = new EventEmitter<GiveUpEvent>();
-  private readonly breaks = new EventEmitter<BreakerChange>();
-  private readonly resets = new EventEmitter<BreakerChange>();
-  private readonly halfOpens = new EventEmitter<BreakerChange>();
-
-  /**
-   * Before each retry or hedge, of any dependency.
-   * @example
-   * sluice.onRetry(({ dependency, attempt }) => metrics.retries.inc({ dependency, attempt }));
-   */
-  readonly onRetry: Event<RetryEvent> = this.retries.event;
-  /**
-   * When a call to any dependency gives up.
-   * @example
-   * sluice.onGiveUp(({ dependency, reason }) => metrics.giveUps.inc({ dependency, reason }));
-   */
-  readonly onGiveUp: Event<GiveUpEvent> = this.giveUps.event;
-  /**
-   * When a dependency's governing breaker opens (pushed by the fleet, or the local one in fallback).
-   * @example
-   * sluice.onBreak(({ dependency, to }) => log.warn(`${dependency} breaker ${to}`));
-   */
-  readonly onBreak: Event<BreakerChange> = this.breaks.event;
-  /**
-   * When a dependency's governing breaker closes.
-   * @example
-   * sluice.onReset(({ dependency }) => log.info(`${dependency} closed`));
-   */
-  readonly onReset: Event<BreakerChange> = this.resets.event;
-  /**
-   * When a dependency's governing breaker becomes half-open.
-   * @example
-   * sluice.onHalfOpen(({ dependency }) => log.info(`${dependency} half-open`));
-   */
-  readonly onHalfOpen: Event<BreakerChange> = this.halfOpens.event;
   /**
    * When the SDK switches to its local fallback (`active: true`) and back (`active: false`).
    * @example
@@ -106,6 +71,7 @@ export class Sluice {
    * const sluice = new Sluice({ baseUrls: 'http://127.0.0.1:8080', namespace: 'shop', fallback: 'local' });
    */
   constructor(options: SluiceOptions) {
+    super();
     if (!RESOURCE_NAME_PATTERN.test(options.namespace)) {
       throw new TypeError(`namespace must match ${RESOURCE_NAME_PATTERN.source}, got "${options.namespace}"`);
     }
@@ -244,10 +210,7 @@ export class Sluice {
   }
 
   private forwardChange(change: BreakerChange): void {
-    if ((change.source === 'local') !== this.runtime.governedLocally()) return;
-    if (change.to === 'open' || change.to === 'forced_open') this.breaks.emit(change);
-    else if (change.to === 'half_open') this.halfOpens.emit(change);
-    else this.resets.emit(change);
+    if ((change.source === 'local') === this.runtime.governedLocally()) this.breakerChanged(change);
   }
 
   private breakerState(dependency: FleetDependency, now: number): BreakerState {
