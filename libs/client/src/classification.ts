@@ -6,6 +6,8 @@ import { isAttemptTimeoutError, isHttpStatusError } from './errors';
  * What an attempt's error says about the dependency, in HTTP terms: a `status` (a gRPC code maps to
  * its HTTP twin), or a kind of `error` when no answer came (`timeout`, `connection`, `other`), plus
  * the dependency's `Retry-After`.
+ * @example
+ * const failure: Failure = { status: 429, retryAfterMs: 1000 };
  */
 export interface Failure {
   status?: number;
@@ -120,7 +122,11 @@ function statusOf(error: object): number | undefined {
   return undefined;
 }
 
-/** Runs `classifiers` in order, then the default; an error nobody knows is `other`. */
+/**
+ * Runs `classifiers` in order, then the default; an error nobody knows is `other`.
+ * @example
+ * classify(grpcError, [grpcClassifier]); // { status: 503 }
+ */
 export function classify(error: unknown, classifiers: readonly Classifier[]): Failure {
   for (const classifier of classifiers) {
     const failure = classifier(error);
@@ -132,6 +138,8 @@ export function classify(error: unknown, classifiers: readonly Classifier[]): Fa
 /**
  * True when the failure is the dependency's (it counts against its breaker and may be retried):
  * timeouts, connection errors, unknown errors, 408, 429 and 5xx. Other 4xx are the caller's.
+ * @example
+ * isDependencyFailure({ status: 404 }); // false
  */
 export function isDependencyFailure(failure: Failure): boolean {
   return isRetriableFailure(failure.status);
@@ -145,6 +153,9 @@ const NOT_PROCESSED_STATUSES = new Set([408, 429, 503]);
  * call that is idempotent or carries an idempotency key; other 5xx only for an idempotent call (an
  * idempotency layer may replay a stored 500); never other 4xx (`not_retriable`); never a
  * non-idempotent call without a key (`not_idempotent`). Returns `null` when a retry may be asked for.
+ * @example
+ * retryDenial({ status: 500 }, false, true); // 'not_idempotent'
+ * retryDenial({ status: 503 }, false, true); // null
  */
 export function retryDenial(
   failure: Failure,

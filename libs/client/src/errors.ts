@@ -6,6 +6,8 @@ import type { BreakerState, RetryReason } from '@sluice/protocol';
  * - `upstream_retry`: this process is serving a request that is itself a retry, so retries are left to that caller;
  * - `downstream_retried`: the dependency says it already retried its own dependencies (`sluice-no-retry`);
  * - `coordinator_unavailable`: the coordinator is unreachable and the fallback is `fail-closed`.
+ * @example
+ * if (isGiveUpError(error) && error.reason === 'budget_exhausted') metrics.shed.inc();
  */
 export type GiveUpReason =
   | Exclude<RetryReason, 'granted' | 'not_retriable'>

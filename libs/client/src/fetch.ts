@@ -22,7 +22,11 @@ export interface SluiceFetchInit extends Omit<RequestInit, 'signal'> {
   deadlineMs?: number;
 }
 
-/** What `fetchThrough` needs of a dependency's policy. */
+/**
+ * What `fetchThrough` needs of a dependency's policy.
+ * @example
+ * const policy: FetchingPolicy = sluice.dependency('payments-api');
+ */
 export interface FetchingPolicy {
   readonly options: { readonly connectTimeoutMs: number };
   execute<T>(fn: (context: AttemptContext) => Promise<T>, options: ExecuteOptions): Promise<T>;
@@ -56,7 +60,9 @@ export function parseRetryAfter(value: string | null | undefined, now: number): 
  * `fetch` through a dependency's policy: the request goes out with `node:http(s)` (keep-alive,
  * connect timeout), carrying `sluice-deadline-ms`, `sluice-attempt` and `Idempotency-Key`; 408,
  * 429 and 5xx are failures (their body buffered, `Retry-After` parsed); every other status
- * resolves as a `Response`.
+ * resolves as a `Response`. What `sluice.fetch` and `dependency.fetch` call.
+ * @example
+ * const res = await fetchThrough(payments, agents, 'http://payments/charges/42');
  */
 export async function fetchThrough(
   policy: FetchingPolicy,

@@ -8,6 +8,8 @@ import type { SluiceLogger } from './fleet/coordinator-link';
  * - `local` (default): a local retry budget and circuit breaker (libs/core), per process;
  * - `fail-open`: retries are allowed up to `maxAttempts` with backoff, no budget, no breaker;
  * - `fail-closed`: no retries at all (first attempts still go out).
+ * @example
+ * new Sluice({ baseUrls: ['http://sluice:8080'], namespace: 'shop', fallback: 'fail-open' });
  */
 export type FallbackMode = 'local' | 'fail-open' | 'fail-closed';
 
@@ -28,6 +30,8 @@ export interface HedgeOptions {
 /**
  * Bounds of `timeoutMs: 'auto'`: about 2 × the fleet's p99 latency, clamped to [minMs, maxMs];
  * `maxMs` while the coordinator serves no p99.
+ * @example
+ * sluice.dependency('reports', { timeoutMs: 'auto', autoTimeout: { minMs: 200, maxMs: 5000 } });
  */
 export interface AutoTimeoutBounds {
   minMs: number;

@@ -31,6 +31,10 @@ export interface GiveUpEvent {
 
 /**
  * The events of a policy: {@link Dependency} emits them for one dependency, {@link Sluice} for all.
+ * @example
+ * const watch = (events: PolicyEvents) => events.onGiveUp(({ dependency, reason }) => log.warn(dependency, reason));
+ * watch(sluice);
+ * watch(sluice.dependency('payments-api'));
  */
 export abstract class PolicyEvents {
   protected readonly retries = new EventEmitter<RetryEvent>();

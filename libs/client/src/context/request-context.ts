@@ -6,6 +6,8 @@ import { ATTEMPT_HEADER, DEADLINE_HEADER } from '@sluice/protocol';
  * Response header a service sets when an SDK call it made while serving the request gave up: the
  * caller's SDK then does not retry it, so retries do not multiply across layers (gRPC calls this
  * pushback). The value is the reason the inner call gave up.
+ * @example
+ * if (response.headers.get(NO_RETRY_HEADER)) console.log('the service already retried');
  */
 export const NO_RETRY_HEADER = 'sluice-no-retry';
 
@@ -15,6 +17,8 @@ const MAX_DEADLINE_MS = 86_400_000;
 /**
  * What the server middleware learned from the incoming request, available to every SDK call made
  * while serving it.
+ * @example
+ * const context: SluiceRequestContext | undefined = currentContext();
  */
 export interface SluiceRequestContext {
   /** When the caller's deadline ends, on this process's clock (epoch ms); absent when it sent none. */
@@ -70,7 +74,11 @@ export function remainingDeadlineMs(clock: Clock = systemClock): number | undefi
   return deadlineAt === undefined ? undefined : Math.max(0, deadlineAt - clock.now());
 }
 
-/** Incoming headers as Node, Express and Fastify give them: lower-case names. */
+/**
+ * Incoming headers as Node, Express and Fastify give them: lower-case names.
+ * @example
+ * const headers: IncomingHeaders = req.headers;
+ */
 export type IncomingHeaders = Record<string, string | string[] | undefined>;
 
 /**

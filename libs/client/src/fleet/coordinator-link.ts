@@ -3,6 +3,8 @@ import { EventEmitter } from '../events';
 /**
  * Where the SDK's fleet decisions come from changed: `active` true means the coordinator stopped
  * answering and the local fallback decides; false means the coordinator answers again.
+ * @example
+ * sluice.onFallback(({ active, during, error }) => log.warn(`fallback ${active} (${during})`, error));
  */
 export interface FallbackChange {
   active: boolean;

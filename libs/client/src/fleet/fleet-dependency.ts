@@ -19,6 +19,8 @@ export const LATENCY_BOUNDS_MS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000
 /**
  * A breaker state change as the SDK sees it: pushed by the fleet (`fleet`), or made by the local
  * fallback breaker (`local`).
+ * @example
+ * sluice.onBreak(({ dependency, from, to, source }) => log.warn(`${dependency}: ${from} → ${to} (${source})`));
  */
 export interface BreakerChange {
   dependency: string;

@@ -22,7 +22,11 @@ import { NO_RETRY_HEADER, contextFromHeaders, runWithContext, type IncomingHeade
 import type { SluiceOptions } from '../options';
 import { Sluice } from '../sluice';
 
-/** The injection token of the module's options. */
+/**
+ * The injection token of the module's options.
+ * @example
+ * constructor(@Inject(SLUICE_OPTIONS) options: SluiceOptions) {}
+ */
 export const SLUICE_OPTIONS = Symbol('SLUICE_OPTIONS');
 
 /** A request as Nest's Express and Fastify adapters pass it. */

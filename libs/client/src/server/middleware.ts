@@ -1,7 +1,11 @@
 import type { Clock } from '@sluice/core';
 import { NO_RETRY_HEADER, contextFromHeaders, runWithContext, type IncomingHeaders } from '../context/request-context';
 
-/** Options of the server middlewares. */
+/**
+ * Options of the server middlewares.
+ * @example
+ * app.use(sluiceExpress({ pushback: false }));
+ */
 export interface SluiceMiddlewareOptions {
   /** The clock deadlines are measured on (tests inject a manual one). */
   clock?: Clock;
@@ -9,13 +13,21 @@ export interface SluiceMiddlewareOptions {
   pushback?: boolean;
 }
 
-/** A response as Node's `http.ServerResponse` (and so Express) exposes it. */
+/**
+ * A response as Node's `http.ServerResponse` (and so Express) exposes it.
+ * @example
+ * const res: NodeResponseLike = expressResponse;
+ */
 export interface NodeResponseLike {
   readonly headersSent: boolean;
   setHeader(name: string, value: string): unknown;
 }
 
-/** A request as Node and Express expose it. */
+/**
+ * A request as Node and Express expose it.
+ * @example
+ * const req: NodeRequestLike = { headers: { 'sluice-deadline-ms': '500' } };
+ */
 export interface NodeRequestLike {
   headers: IncomingHeaders;
 }
@@ -56,13 +68,21 @@ export function runWithIncomingRequest<T>(
   return runWithContext(contextFromHeaders(req.headers, { clock: options.clock, pushback }), handler);
 }
 
-/** The parts of a Fastify reply the hook uses. */
+/**
+ * The parts of a Fastify reply the hook uses.
+ * @example
+ * const reply: FastifyReplyLike = fastifyReply;
+ */
 export interface FastifyReplyLike {
   readonly sent: boolean;
   header(name: string, value: string): unknown;
 }
 
-/** The parts of a Fastify instance the plugin uses. */
+/**
+ * The parts of a Fastify instance the plugin uses.
+ * @example
+ * sluiceFastify(fastify as FastifyInstanceLike, {}, () => undefined);
+ */
 export interface FastifyInstanceLike {
   addHook(
     name: 'preHandler',
