@@ -137,7 +137,8 @@ export class Sluice extends PolicyEvents {
 
   /**
    * A dependency's policy. Without options the same instance is returned for a name; with options a
-   * new policy is made over the same fleet state (breaker, reports, fallback).
+   * new policy is made over the same fleet state (breaker, reports, fallback): make those once, at
+   * start-up, not per call.
    * @example
    * const payments = sluice.dependency('payments-api', { maxAttempts: 2, deadlineMs: 1500 });
    * const search = sluice.dependency('search', { idempotent: true, hedge: { delayMs: 'p95' } });
