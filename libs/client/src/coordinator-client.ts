@@ -220,6 +220,7 @@ export class CoordinatorClient {
     if (response.status === 503 || response.status === 502 || response.status === 504) {
       const retryAfter = Number(response.headers.get('retry-after'));
       throw new CoordinatorUnavailableError(`${method} ${path}: the coordinator answered ${response.status}`, {
+        status: response.status,
         retryAfterMs: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined,
       });
     }

@@ -1,9 +1,168 @@
-import type { ErrorBody, ErrorDetail } from '@sluice/protocol';
+import type { BreakerState, ErrorBody, ErrorDetail, RetryReason } from '@sluice/protocol';
+
+/**
+ * Why a call that failed in a retriable way was not retried (again):
+ * - the coordinator's reasons: `budget_exhausted`, `breaker_open`, `deadline_exceeded`, `max_attempts`, `not_idempotent`;
+ * - `upstream_retry`: this process is serving a request that is itself a retry, so retries are left to that caller;
+ * - `downstream_retried`: the dependency says it already retried its own dependencies (`sluice-no-retry`);
+ * - `coordinator_unavailable`: the coordinator is unreachable and the fallback is `fail-closed`.
+ * @example
+ * if (isGiveUpError(error) && error.reason === 'budget_exhausted') metrics.shed.inc();
+ */
+export type GiveUpReason =
+  | Exclude<RetryReason, 'granted' | 'not_retriable'>
+  | 'upstream_retry'
+  | 'downstream_retried'
+  | 'coordinator_unavailable';
+
+/**
+ * The base of every error the SDK raises itself.
+ * @example
+ * try { await payments.execute(call); } catch (error) { if (isSluiceError(error)) log.warn(error.message); }
+ */
+export class SluiceError extends Error {
+  /** Marker for {@link isSluiceError}: survives duplicated copies of the package, unlike `instanceof`. */
+  readonly isSluiceError = true;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * The call failed and Sluice did not retry it (again): `reason` says why, `lastError` is the last
+ * attempt's own error (undefined when no attempt was made), `attempts` how many went out.
+ * @example
+ * try {
+ *   await payments.execute(({ signal }) => charge(order, signal), { idempotencyKey: order.id });
+ * } catch (error) {
+ *   if (isGiveUpError(error)) log.warn(`gave up: ${error.reason} after ${error.attempts}`, error.lastError);
+ * }
+ */
+export class GiveUpError extends SluiceError {
+  /** Marker for {@link isGiveUpError}. */
+  readonly isGiveUpError = true;
+
+  constructor(
+    /** The dependency the call was for. */
+    readonly dependency: string,
+    /** Why no further attempt was made. */
+    readonly reason: GiveUpReason,
+    /** The last attempt's error; undefined when no attempt was made. */
+    readonly lastError: unknown,
+    /** How many attempts went out (hedges included). */
+    readonly attempts: number,
+    message = `${dependency}: gave up after ${attempts} attempt${attempts === 1 ? '' : 's'} (${reason})`,
+  ) {
+    super(message, lastError === undefined ? undefined : { cause: lastError });
+  }
+}
+
+/**
+ * The dependency's breaker is open (fleet-wide, or locally in fallback): the call was refused
+ * without being sent, or a retry was refused.
+ * @example
+ * try { await payments.execute(call); } catch (error) { if (isBreakerOpenError(error)) return cachedAnswer(); }
+ */
+export class BreakerOpenError extends GiveUpError {
+  /** Marker for {@link isBreakerOpenError}. */
+  readonly isBreakerOpenError = true;
+
+  constructor(
+    dependency: string,
+    /** The breaker state that refused the call. */
+    readonly state: BreakerState,
+    lastError: unknown = undefined,
+    attempts = 0,
+  ) {
+    super(dependency, 'breaker_open', lastError, attempts, `${dependency}: the circuit breaker is ${state}`);
+  }
+}
+
+/**
+ * The deadline ran out: before an attempt could be sent, during one (it was aborted), or before
+ * a retry's backoff would end.
+ * @example
+ * try { await payments.execute(call, { deadlineMs: 500 }); } catch (error) { if (isDeadlineExceededError(error)) reply.code(504); }
+ */
+export class DeadlineExceededError extends GiveUpError {
+  /** Marker for {@link isDeadlineExceededError}. */
+  readonly isDeadlineExceededError = true;
+
+  constructor(dependency: string, lastError: unknown = undefined, attempts = 0) {
+    super(dependency, 'deadline_exceeded', lastError, attempts, `${dependency}: the deadline was exceeded`);
+  }
+}
+
+/**
+ * One attempt took longer than its timeout and was aborted. Retriable (it is a timeout).
+ * @example
+ * if (isGiveUpError(error) && isAttemptTimeoutError(error.lastError)) metrics.timeouts.inc();
+ */
+export class AttemptTimeoutError extends SluiceError {
+  /** Marker for {@link isAttemptTimeoutError}. */
+  readonly isAttemptTimeoutError = true;
+
+  constructor(
+    /** The timeout that was exceeded, in ms. */
+    readonly timeoutMs: number,
+  ) {
+    super(`the attempt timed out after ${timeoutMs} ms`);
+  }
+}
+
+/**
+ * An HTTP response whose status is a failure worth retrying (408, 429, 5xx), as `sluice.fetch`
+ * raises it. `response` is readable (its body was buffered); `retryAfterMs` is its parsed `Retry-After`.
+ * @example
+ * if (isGiveUpError(error) && isHttpStatusError(error.lastError)) console.log(await error.lastError.response.text());
+ */
+export class HttpStatusError extends SluiceError {
+  /** Marker for {@link isHttpStatusError}. */
+  readonly isHttpStatusError = true;
+
+  constructor(
+    /** The response, with its body buffered. */
+    readonly response: Response,
+    /** The response's `Retry-After`, in ms, when it had one. */
+    readonly retryAfterMs: number | undefined,
+    /** True when the response says the service already retried downstream (`sluice-no-retry`). */
+    readonly retriedDownstream: boolean,
+  ) {
+    super(`the dependency answered ${response.status}`);
+  }
+
+  /** The response's status. */
+  get status(): number {
+    return this.response.status;
+  }
+}
+
+/**
+ * The coordinator could not answer: unreachable, timed out, or a 5xx such as 503
+ * `store_unavailable`. `status` is its HTTP status when it answered, `retryAfterMs` its
+ * `Retry-After` when it sent one. The SDK never lets it escape from `execute`: it switches to
+ * the local fallback instead; the low-level {@link CoordinatorClient} throws it.
+ * @example
+ * sluice.onFallback(({ active, error }) => active && isCoordinatorUnavailableError(error) && log.warn(error.message));
+ */
+export class CoordinatorUnavailableError extends SluiceError {
+  /** Marker for {@link isCoordinatorUnavailableError}. */
+  readonly isCoordinatorUnavailableError = true;
+  readonly status?: number;
+  readonly retryAfterMs?: number;
+
+  constructor(message: string, options: { status?: number; retryAfterMs?: number; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.status = options.status;
+    this.retryAfterMs = options.retryAfterMs;
+  }
+}
 
 /**
  * The coordinator answered with an error status (4xx, or a 5xx other than 503). `code` is the
  * API's error code; `details` names the fields at fault.
- *
  * @example
  * try {
  *   await client.ackDelivery('orders', 'not a valid id');
@@ -11,8 +170,8 @@ import type { ErrorBody, ErrorDetail } from '@sluice/protocol';
  *   if (isSluiceHttpError(error) && error.code === 'validation_failed') console.log(error.details);
  * }
  */
-export class SluiceHttpError extends Error {
-  /** Marker for {@link isSluiceHttpError}: survives two copies of this package. */
+export class SluiceHttpError extends SluiceError {
+  /** Marker for {@link isSluiceHttpError}. */
   readonly isSluiceHttpError = true;
   readonly status: number;
   readonly code: string;
@@ -20,7 +179,6 @@ export class SluiceHttpError extends Error {
 
   constructor(status: number, body: Partial<ErrorBody> | undefined) {
     super(body?.message ?? `the coordinator answered ${status}`);
-    this.name = 'SluiceHttpError';
     this.status = status;
     this.code = body?.code ?? 'unknown';
     this.details = body?.details ?? [];
@@ -30,7 +188,6 @@ export class SluiceHttpError extends Error {
 /**
  * Completing or releasing an idempotency key failed because the token no longer holds it: its
  * lease expired and another request took it over (409 `lease_lost`). The work may have run twice.
- *
  * @example
  * try {
  *   await client.completeIdempotencyKey(key, token, response);
@@ -45,64 +202,65 @@ export class LeaseLostError extends SluiceHttpError {
 
   constructor(body: Partial<ErrorBody> | undefined) {
     super(409, body);
-    this.name = 'LeaseLostError';
   }
 }
+
+const marker =
+  <T>(property: string) =>
+  (error: unknown): error is T =>
+    typeof error === 'object' && error !== null && (error as Record<string, unknown>)[property] === true;
 
 /**
- * The coordinator could not be reached, did not answer within the client's timeout, or answered
- * 503 (its store is unavailable). `retryAfterMs` is its `Retry-After`, when it sent one.
- *
+ * True for any error the SDK raised itself.
  * @example
- * try {
- *   await client.recordDeliveryAttempt('orders', { messageId });
- * } catch (error) {
- *   if (isCoordinatorUnavailableError(error)) requeueLater(error.retryAfterMs ?? 1000);
- *   else throw error;
- * }
+ * if (isSluiceError(error)) log.warn(error.message);
  */
-export class CoordinatorUnavailableError extends Error {
-  /** Marker for {@link isCoordinatorUnavailableError}. */
-  readonly isCoordinatorUnavailableError = true;
-  readonly retryAfterMs?: number;
-
-  constructor(message: string, options: { cause?: unknown; retryAfterMs?: number } = {}) {
-    super(message, { cause: options.cause });
-    this.name = 'CoordinatorUnavailableError';
-    this.retryAfterMs = options.retryAfterMs;
-  }
-}
-
+export const isSluiceError = marker<SluiceError>('isSluiceError');
+/**
+ * True for a {@link GiveUpError} (also a {@link BreakerOpenError} or a {@link DeadlineExceededError}).
+ * @example
+ * if (isGiveUpError(error)) console.log(error.reason, error.lastError);
+ */
+export const isGiveUpError = marker<GiveUpError>('isGiveUpError');
+/**
+ * True for a {@link BreakerOpenError}.
+ * @example
+ * if (isBreakerOpenError(error)) return fallbackAnswer();
+ */
+export const isBreakerOpenError = marker<BreakerOpenError>('isBreakerOpenError');
+/**
+ * True for a {@link DeadlineExceededError}.
+ * @example
+ * if (isDeadlineExceededError(error)) reply.code(504).send();
+ */
+export const isDeadlineExceededError = marker<DeadlineExceededError>('isDeadlineExceededError');
+/**
+ * True for an {@link AttemptTimeoutError}.
+ * @example
+ * if (isAttemptTimeoutError(error)) metrics.timeouts.inc();
+ */
+export const isAttemptTimeoutError = marker<AttemptTimeoutError>('isAttemptTimeoutError');
+/**
+ * True for an {@link HttpStatusError}.
+ * @example
+ * if (isHttpStatusError(error)) console.log(error.status);
+ */
+export const isHttpStatusError = marker<HttpStatusError>('isHttpStatusError');
+/**
+ * True for a {@link CoordinatorUnavailableError}.
+ * @example
+ * if (isCoordinatorUnavailableError(error)) console.log(error.status);
+ */
+export const isCoordinatorUnavailableError = marker<CoordinatorUnavailableError>('isCoordinatorUnavailableError');
 /**
  * True for a {@link SluiceHttpError} (including {@link LeaseLostError}).
- *
  * @example
  * if (isSluiceHttpError(error) && error.status === 404) return undefined;
  */
-export function isSluiceHttpError(error: unknown): error is SluiceHttpError {
-  return hasMarker(error, 'isSluiceHttpError');
-}
-
+export const isSluiceHttpError = marker<SluiceHttpError>('isSluiceHttpError');
 /**
  * True for a {@link LeaseLostError}.
- *
  * @example
  * if (isLeaseLostError(error)) metrics.leaseLost.inc();
  */
-export function isLeaseLostError(error: unknown): error is LeaseLostError {
-  return hasMarker(error, 'isLeaseLostError');
-}
-
-/**
- * True for a {@link CoordinatorUnavailableError}.
- *
- * @example
- * if (isCoordinatorUnavailableError(error)) return fallback();
- */
-export function isCoordinatorUnavailableError(error: unknown): error is CoordinatorUnavailableError {
-  return hasMarker(error, 'isCoordinatorUnavailableError');
-}
-
-function hasMarker(error: unknown, marker: string): boolean {
-  return typeof error === 'object' && error !== null && (error as Record<string, unknown>)[marker] === true;
-}
+export const isLeaseLostError = marker<LeaseLostError>('isLeaseLostError');

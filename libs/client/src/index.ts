@@ -30,7 +30,63 @@ export type {
   StoredResponse,
 } from '@sluice/protocol';
 export { ATTEMPT_HEADER, DEADLINE_HEADER, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from '@sluice/protocol';
-export * from './errors';
+
+// The client: retries that ask the fleet, breakers pushed live, deadlines that shrink.
+export { Sluice } from './sluice';
+export { Dependency, autoTimeoutMs, hedgeDelayMs } from './dependency';
+export type { AttemptContext, ExecuteOptions } from './dependency';
+export { PolicyEvents } from './policy-events';
+export type { GiveUpEvent, RetryEvent } from './policy-events';
+export type { AutoTimeoutBounds, DependencyOptions, FallbackMode, HedgeOptions, SluiceOptions } from './options';
+export type { BreakerChange } from './fleet/fleet-dependency';
+export type { FallbackChange, SluiceLogger } from './fleet/coordinator-link';
+export type { Disposable, Event } from './events';
+export { fetchThrough, parseRetryAfter } from './fetch';
+export type { SluiceFetchInit } from './fetch';
+export { classify, defaultClassifier, grpcClassifier, isDependencyFailure, retryDenial } from './classification';
+export type { Classifier, Failure } from './classification';
+export {
+  AttemptTimeoutError,
+  BreakerOpenError,
+  CoordinatorUnavailableError,
+  DeadlineExceededError,
+  GiveUpError,
+  HttpStatusError,
+  LeaseLostError,
+  SluiceError,
+  SluiceHttpError,
+  isAttemptTimeoutError,
+  isBreakerOpenError,
+  isCoordinatorUnavailableError,
+  isDeadlineExceededError,
+  isGiveUpError,
+  isHttpStatusError,
+  isLeaseLostError,
+  isSluiceError,
+  isSluiceHttpError,
+} from './errors';
+export type { GiveUpReason } from './errors';
+
+// Deadlines and attempts across hops: the request context and the server middlewares.
+export {
+  NO_RETRY_HEADER,
+  contextFromHeaders,
+  currentContext,
+  remainingDeadlineMs,
+  runWithContext,
+  runWithDeadline,
+} from './context/request-context';
+export type { IncomingHeaders, SluiceRequestContext } from './context/request-context';
+export { runWithIncomingRequest, sluiceExpress, sluiceFastify, sluiceFastifyHook } from './server/middleware';
+export type {
+  FastifyInstanceLike,
+  FastifyReplyLike,
+  NodeRequestLike,
+  NodeResponseLike,
+  SluiceMiddlewareOptions,
+} from './server/middleware';
+
+// Idempotency keys and delivery attempts: the coordinator client, server-side idempotency, queue consumers.
 export * from './coordinator-client';
 export * from './deliveries';
 export * from './idempotent-fetch';

@@ -1,7 +1,4 @@
-/**
- * `@sluice/client/nest`: `@Idempotent()` for NestJS routes (Fastify or Express platform).
- * @packageDocumentation
- */
+/** `@Idempotent()` for NestJS routes (Fastify or Express platform), part of `@sluice/client/nest`. */
 import {
   Global,
   Inject,
@@ -19,15 +16,15 @@ import { Reflector } from '@nestjs/core';
 import type { ServerResponse } from 'node:http';
 import { catchError, from, of, switchMap, throwError, type Observable } from 'rxjs';
 import type { StoredResponse } from '@sluice/protocol';
-import type { CoordinatorClient } from './coordinator-client';
-import { captureResponse } from './idempotency/capture';
+import type { CoordinatorClient } from '../coordinator-client';
+import { captureResponse } from '../idempotency/capture';
 import {
   IdempotencyEngine,
   replayHeaders,
   storedBody,
   type IdempotencyOptions,
   type IncomingRequestLike,
-} from './idempotency/engine';
+} from '../idempotency/engine';
 
 export const IDEMPOTENCY_CONFIG = Symbol('sluice:idempotency-config');
 const IDEMPOTENT_ROUTE = 'sluice:idempotent';

@@ -1,0 +1,512 @@
+import { systemClock } from '@sluice/core';
+import { ATTEMPT_HEADER, DEADLINE_HEADER, IDEMPOTENCY_KEY_HEADER, type BreakerState } from '@sluice/protocol';
+import { classify, isDependencyFailure, retryDenial, type Failure } from './classification';
+import { currentContext, type SluiceRequestContext } from './context/request-context';
+import { AttemptTimeoutError, BreakerOpenError, DeadlineExceededError, GiveUpError, type GiveUpReason } from './errors';
+import type { EventEmitter } from './events';
+import type { FleetDependency } from './fleet/fleet-dependency';
+import type { AutoTimeoutBounds, HedgeOptions, ResolvedDependencyOptions } from './options';
+import { fetchThrough, type SluiceFetchInit } from './fetch';
+import { PolicyEvents, type GiveUpEvent, type RetryEvent } from './policy-events';
+import type { SluiceRuntime } from './runtime';
+import type { Expiring } from './timeout-watch';
+
+/**
+ * What one attempt of a call gets: its number, a signal that aborts at its timeout, at the deadline,
+ * when the caller aborts or when it loses a hedge, what is left of the deadline, and the headers to
+ * forward (`sluice-deadline-ms`, `sluice-attempt`, `Idempotency-Key`).
+ * @example
+ * await payments.execute(({ signal, headers }) => fetch(url, { signal, headers }));
+ */
+export interface AttemptContext {
+  /** 1 for the first attempt. */
+  readonly attempt: number;
+  readonly signal: AbortSignal;
+  /** What this attempt may take, in ms: the smaller of its timeout and the rest of the deadline. */
+  readonly deadlineMs: number;
+  /** Headers to send with this attempt. */
+  readonly headers: Record<string, string>;
+  /** True for a hedged (second, concurrent) attempt. */
+  readonly hedge: boolean;
+}
+
+/**
+ * Per-call options of {@link Dependency.execute}.
+ * @example
+ * await payments.execute(fn, { signal, idempotencyKey: order.id, deadlineMs: 1500 });
+ */
+export interface ExecuteOptions {
+  /** Aborts the call (every attempt and any backoff); execute rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** The operation is idempotent (default: the dependency's `idempotent` option). */
+  idempotent?: boolean;
+  /** An idempotency key: a non-idempotent call with a key may be retried on timeouts, connection errors, 408, 429 and 503. */
+  idempotencyKey?: string;
+  /** This call's deadline in ms (default: the dependency's `deadlineMs`), never past the request's own. */
+  deadlineMs?: number;
+}
+
+const NO_OPTIONS: ExecuteOptions = {};
+const LOCAL_PROBE = Symbol('local probe');
+type Probe = { token: string } | typeof LOCAL_PROBE;
+
+/** The state of one execute() call. */
+interface Call {
+  deadlineAt: number;
+  idempotent: boolean;
+  key: string | undefined;
+  signal: AbortSignal | undefined;
+  request: SluiceRequestContext | undefined;
+  /** Attempts sent so far, hedges included. */
+  launched: number;
+}
+
+/** One attempt: its context for the caller's function, with a signal made only when asked for. */
+class Attempt implements AttemptContext, Expiring {
+  private controller: AbortController | undefined;
+  private abortReason: unknown;
+  /** Aborted by the SDK for a reason that is no outcome of the dependency (a lost hedge, the caller's abort). */
+  abandoned = false;
+  /** When the attempt times out (real time, epoch ms), and what happens then. */
+  expiresAt = 0;
+  expire: () => void = () => undefined;
+  /** Ends the attempt as abandoned (a lost hedge, the caller's abort): aborted, and no outcome recorded. */
+  cancel: (reason: unknown) => void = () => undefined;
+
+  constructor(
+    readonly attempt: number,
+    readonly deadlineMs: number,
+    private readonly key: string | undefined,
+    readonly hedge: boolean,
+  ) {}
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.abortReason !== undefined) this.controller.abort(this.abortReason);
+    }
+    return this.controller.signal;
+  }
+
+  get headers(): Record<string, string> {
+    const headers: Record<string, string> = {
+      [DEADLINE_HEADER]: String(Math.max(0, Math.floor(this.deadlineMs))),
+      [ATTEMPT_HEADER]: String(this.attempt),
+    };
+    if (this.key !== undefined) headers[IDEMPOTENCY_KEY_HEADER] = this.key;
+    return headers;
+  }
+
+  abort(reason: unknown): void {
+    if (this.abortReason !== undefined) return;
+    this.abortReason = reason;
+    this.controller?.abort(reason);
+  }
+}
+
+/**
+ * The automatic per-attempt timeout: 2 × the fleet's p99 latency, clamped to the bounds; the upper
+ * bound while no p99 is served.
+ * @example
+ * autoTimeoutMs(120, { minMs: 100, maxMs: 3000 }); // 240
+ */
+export function autoTimeoutMs(p99: number | null | undefined, bounds: AutoTimeoutBounds): number {
+  if (p99 === null || p99 === undefined || !Number.isFinite(p99)) return bounds.maxMs;
+  return Math.min(bounds.maxMs, Math.max(bounds.minMs, Math.ceil(2 * p99)));
+}
+
+/**
+ * The hedge delay: the fixed one, or the fleet's p95 latency (the fallback delay while none is served).
+ * @example
+ * hedgeDelayMs(40, { delayMs: 'p95' }); // 40
+ */
+export function hedgeDelayMs(p95: number | null | undefined, hedge: HedgeOptions): number {
+  if (hedge.delayMs !== 'p95') return hedge.delayMs;
+  if (p95 === null || p95 === undefined || !Number.isFinite(p95)) return hedge.fallbackDelayMs ?? 100;
+  return Math.max(1, Math.ceil(p95));
+}
+
+/**
+ * A dependency's policy, from {@link Sluice.dependency}: runs calls with fleet-approved retries,
+ * the fleet's breaker, a deadline over the whole call, per-attempt timeouts and optional hedging.
+ * @example
+ * const payments = sluice.dependency('payments-api', { maxAttempts: 3 });
+ * const receipt = await payments.execute(({ signal, headers }) => charge(order, { signal, headers }), {
+ *   idempotencyKey: order.id,
+ * });
+ */
+export class Dependency extends PolicyEvents {
+  /** @internal Built by {@link Sluice.dependency}. */
+  constructor(
+    /** The dependency's name, as the coordinator knows it. */
+    readonly name: string,
+    /** The resolved options. */
+    readonly options: ResolvedDependencyOptions,
+    private readonly fleet: FleetDependency,
+    private readonly runtime: SluiceRuntime,
+    private readonly forward: { retry: EventEmitter<RetryEvent>; giveUp: EventEmitter<GiveUpEvent> },
+  ) {
+    super();
+    fleet.changes.event((change) => {
+      if ((change.source === 'local') === runtime.governedLocally()) this.breakerChanged(change);
+    });
+  }
+
+  /**
+   * The breaker state that governs calls now: the fleet's, or the local one while in fallback.
+   * @example
+   * if (payments.breakerState === 'forced_open') showMaintenanceBanner();
+   */
+  get breakerState(): BreakerState {
+    return this.runtime.breakerState(this.fleet, this.runtime.clock.now());
+  }
+
+  /**
+   * The per-attempt timeout now, in ms (the fixed one, or the automatic one from the fleet's p99).
+   * @example
+   * console.log(`attempts time out after ${payments.attemptTimeoutMs} ms`);
+   */
+  get attemptTimeoutMs(): number {
+    const { timeoutMs } = this.options;
+    return timeoutMs === 'auto' ? autoTimeoutMs(this.fleet.latency?.p99, this.options.autoTimeout) : timeoutMs;
+  }
+
+  /**
+   * The hedge delay now, in ms; undefined when hedging is off.
+   * @example
+   * console.log(`hedging after ${search.hedgeDelayMs} ms`);
+   */
+  get hedgeDelayMs(): number | undefined {
+    return this.options.hedge ? hedgeDelayMs(this.fleet.latency?.p95, this.options.hedge) : undefined;
+  }
+
+  /**
+   * Runs `fn` under the policy. With a closed breaker the call goes straight out (no request to the
+   * coordinator); a retriable failure asks the coordinator for one retry and waits its backoff
+   * (never less than the dependency's Retry-After); everything happens within the deadline.
+   * Rejects with `fn`'s own error when it is not retriable (e.g. a 404), with a {@link GiveUpError}
+   * (reason and last error) when a retriable failure is not retried, or with the signal's reason.
+   * @example
+   * const user = await users.execute(({ signal }) => api.getUser(id, { signal }), { idempotent: true });
+   * @example
+   * await payments.execute(({ headers }) => api.charge(order, { headers }), { idempotencyKey: order.id, signal });
+   */
+  async execute<T>(
+    fn: (context: AttemptContext) => PromiseLike<T> | T,
+    options?: ExecuteOptions | AbortSignal,
+  ): Promise<T> {
+    const opts = options === undefined ? NO_OPTIONS : options instanceof AbortSignal ? { signal: options } : options;
+    const { clock } = this.runtime;
+    const signal = opts.signal;
+    if (signal?.aborted) throw signal.reason;
+    const request = currentContext();
+    let deadlineAt = clock.now() + (opts.deadlineMs ?? this.options.deadlineMs);
+    if (request?.deadlineAt !== undefined && request.deadlineAt < deadlineAt) deadlineAt = request.deadlineAt;
+    const call: Call = {
+      deadlineAt,
+      idempotent: opts.idempotent ?? this.options.idempotent,
+      key: opts.idempotencyKey,
+      signal,
+      request,
+      launched: 0,
+    };
+    let lastError: unknown = undefined;
+    for (;;) {
+      const now = clock.now();
+      if (deadlineAt <= now) throw this.giveUp(call, new DeadlineExceededError(this.name, lastError, call.launched));
+      const state = this.runtime.breakerState(this.fleet, now);
+      let probe: Probe | undefined;
+      let start = now;
+      if (state !== 'closed' && state !== 'forced_closed') {
+        probe = await this.admit(call, state, lastError);
+        start = clock.now();
+      }
+      try {
+        return await this.round(fn, call, probe, start);
+      } catch (error) {
+        if (signal?.aborted) throw signal.reason;
+        lastError = error;
+        await this.backOff(call, error);
+      }
+    }
+  }
+
+  /**
+   * `fetch` under this policy: statuses mapped (408, 429 and 5xx are failures; other statuses
+   * resolve), `Retry-After` honoured, `Idempotency-Key` sent when asked, every attempt aborted at
+   * the deadline, and a connect timeout.
+   * @example
+   * const res = await payments.fetch('http://payments/charges', {
+   *   method: 'POST',
+   *   headers: { 'content-type': 'application/json' },
+   *   body: JSON.stringify(charge),
+   *   idempotencyKey: charge.id,
+   * });
+   */
+  fetch(input: string | URL, init?: SluiceFetchInit): Promise<Response> {
+    return fetchThrough(this, this.runtime.agents, input, init);
+  }
+
+  /** Lets a call out while the breaker is not closed: only as a probe of a half-open one. */
+  private async admit(call: Call, state: BreakerState, lastError: unknown): Promise<Probe | undefined> {
+    const { clock, link } = this.runtime;
+    if (state === 'half_open' && !link.fallback) {
+      const verdict = await this.runtime.admit(this.fleet);
+      if (verdict) {
+        if (!verdict.allow) {
+          throw this.giveUp(call, new BreakerOpenError(this.name, verdict.state, lastError, call.launched));
+        }
+        return verdict.probeToken === undefined ? undefined : { token: verdict.probeToken };
+      }
+      // The coordinator did not answer: the fallback decides.
+      state = this.runtime.breakerState(this.fleet, clock.now());
+    }
+    if (state === 'closed' || state === 'forced_closed') return undefined;
+    if (state === 'half_open' && this.runtime.tryLocalProbe(this.fleet, clock.now())) return LOCAL_PROBE;
+    throw this.giveUp(call, new BreakerOpenError(this.name, state, lastError, call.launched));
+  }
+
+  /** One round: an attempt, and its hedge when hedging applies. */
+  private round<T>(
+    fn: (context: AttemptContext) => PromiseLike<T> | T,
+    call: Call,
+    probe: Probe | undefined,
+    start: number,
+  ): Promise<T> {
+    const hedge = this.options.hedge;
+    if (!hedge || !call.idempotent || probe !== undefined) return this.attempt(fn, call, probe, false, start).promise;
+    return this.hedgedRound(fn, call, hedgeDelayMs(this.fleet.latency?.p95, hedge), start);
+  }
+
+  /** Sends one attempt within its timeout, records its outcome, and reports a probe's at once. */
+  private attempt<T>(
+    fn: (context: AttemptContext) => PromiseLike<T> | T,
+    call: Call,
+    probe: Probe | undefined,
+    hedge: boolean,
+    start: number,
+  ): { handle: Attempt; promise: Promise<T> } {
+    const { clock, timeouts } = this.runtime;
+    const fleet = this.fleet;
+    const number = ++call.launched;
+    if (number === 1) fleet.recordRequest(start);
+    const timeoutMs = Math.max(1, Math.min(this.attemptTimeoutMs, call.deadlineAt - start));
+    const handle = new Attempt(number, timeoutMs, call.key, hedge);
+    const signal = call.signal;
+    const promise = new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const finish = (error: unknown, value: T | undefined, ok: boolean) => {
+        if (settled) return;
+        settled = true;
+        timeouts.delete(handle);
+        if (signal) signal.removeEventListener('abort', onAbort);
+        const now = clock.now();
+        if (!handle.abandoned) {
+          const failed = !ok && isDependencyFailure(classify(error, this.options.classifiers));
+          fleet.recordOutcome(now, now - start, failed);
+          if (probe !== undefined) this.probeDone(probe, !failed);
+        } else if (probe === LOCAL_PROBE) {
+          fleet.local.releaseProbe();
+        }
+        if (ok) resolve(value as T);
+        else reject(error);
+      };
+      handle.expiresAt = (clock === systemClock ? start : Date.now()) + timeoutMs;
+      handle.expire = () => {
+        const error = new AttemptTimeoutError(timeoutMs);
+        handle.abort(error);
+        finish(error, undefined, false);
+      };
+      timeouts.add(handle);
+      handle.cancel = (reason: unknown) => {
+        handle.abandoned = true;
+        handle.abort(reason);
+        finish(reason, undefined, false);
+      };
+      const onAbort = () => handle.cancel(signal!.reason);
+      if (signal) signal.addEventListener('abort', onAbort, { once: true });
+      let result: PromiseLike<T> | T;
+      try {
+        result = fn(handle);
+      } catch (error) {
+        finish(error, undefined, false);
+        return;
+      }
+      if (result !== null && typeof (result as PromiseLike<T>)?.then === 'function') {
+        (result as PromiseLike<T>).then(
+          (value) => finish(undefined, value, true),
+          (error: unknown) => finish(error, undefined, false),
+        );
+      } else {
+        finish(undefined, result as T, true);
+      }
+    });
+    return { handle, promise };
+  }
+
+  private probeDone(probe: Probe, success: boolean): void {
+    if (probe === LOCAL_PROBE) this.fleet.local.probeOutcome(success, this.runtime.clock.now());
+    else this.runtime.reportProbe(this.fleet, probe.token, success);
+  }
+
+  /**
+   * The first attempt, and after `delayMs` without an answer a second one (if the budget grants it
+   * as a retry); the first success wins and the other attempt is aborted.
+   */
+  private hedgedRound<T>(
+    fn: (context: AttemptContext) => PromiseLike<T> | T,
+    call: Call,
+    delayMs: number,
+    start: number,
+  ): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const running: Attempt[] = [];
+      let pending = 0;
+      let settled = false;
+      let hedging: 'waiting' | 'deciding' | 'done' = 'waiting';
+      let lastError: unknown;
+      const settle = (ok: boolean, value?: T) => {
+        settled = true;
+        clearTimeout(timer);
+        for (const attempt of [...running])
+          attempt.cancel(new DOMException('another attempt answered first', 'AbortError'));
+        if (ok) resolve(value as T);
+        else reject(lastError);
+      };
+      const forget = (handle: Attempt) => {
+        const index = running.indexOf(handle);
+        if (index >= 0) running.splice(index, 1);
+      };
+      const launch = (hedge: boolean) => {
+        pending++;
+        const { handle, promise } = this.attempt(fn, call, undefined, hedge, hedge ? this.runtime.clock.now() : start);
+        running.push(handle);
+        promise.then(
+          (value) => {
+            forget(handle);
+            if (!settled) settle(true, value);
+          },
+          (error: unknown) => {
+            forget(handle);
+            pending--;
+            lastError = error;
+            if (settled || pending > 0) return;
+            if (hedging === 'waiting') {
+              hedging = 'done';
+              settle(false);
+            } else if (hedging === 'done') {
+              settle(false);
+            }
+          },
+        );
+      };
+      const timer = setTimeout(async () => {
+        hedging = 'deciding';
+        const remaining = call.deadlineAt - this.runtime.clock.now();
+        const verdict =
+          remaining > 0 && call.launched < this.options.maxAttempts
+            ? await this.runtime.decideRetry(this.fleet, {
+                attempt: call.launched,
+                idempotent: true,
+                deadlineMs: Math.floor(remaining),
+              })
+            : undefined;
+        hedging = 'done';
+        if (settled) return;
+        if (verdict?.allow && call.deadlineAt > this.runtime.clock.now()) {
+          this.emitRetry({
+            dependency: this.name,
+            attempt: call.launched + 1,
+            delayMs: 0,
+            error: undefined,
+            hedge: true,
+          });
+          launch(true);
+        } else if (pending === 0) {
+          settle(false);
+        }
+      }, delayMs);
+      launch(false);
+    });
+  }
+
+  /**
+   * After a failed round: gives up (throws) or waits the granted backoff. A failure that is not
+   * retriable at all is rethrown as it is.
+   */
+  private async backOff(call: Call, error: unknown): Promise<void> {
+    const { clock } = this.runtime;
+    const failure = classify(error, this.options.classifiers);
+    const denial = retryDenial(failure, call.idempotent, call.key !== undefined);
+    if (denial === 'not_retriable') throw error;
+    const giveUp = (reason: GiveUpReason) =>
+      this.giveUp(call, new GiveUpError(this.name, reason, error, call.launched));
+    if (denial) throw giveUp(denial);
+    if (failure.retriedDownstream) throw giveUp('downstream_retried');
+    if (call.launched >= this.options.maxAttempts) throw giveUp('max_attempts');
+    if (call.request && call.request.attempt > 1 && !this.options.retryWhenServingRetry) throw giveUp('upstream_retry');
+    const remaining = call.deadlineAt - clock.now();
+    if (remaining <= 0) throw this.giveUp(call, new DeadlineExceededError(this.name, error, call.launched));
+    const verdict = await this.runtime.decideRetry(this.fleet, retryRequest(call.launched, remaining, failure));
+    if (!verdict.allow) {
+      if (verdict.reason === 'breaker_open') {
+        throw this.giveUp(call, new BreakerOpenError(this.name, verdict.breakerState ?? 'open', error, call.launched));
+      }
+      if (verdict.reason === 'deadline_exceeded') {
+        throw this.giveUp(call, new DeadlineExceededError(this.name, error, call.launched));
+      }
+      throw giveUp(verdict.reason as GiveUpReason);
+    }
+    const delayMs = Math.max(verdict.delayMs, Math.ceil(failure.retryAfterMs ?? 0));
+    if (clock.now() + delayMs >= call.deadlineAt) {
+      throw this.giveUp(call, new DeadlineExceededError(this.name, error, call.launched));
+    }
+    this.emitRetry({ dependency: this.name, attempt: call.launched + 1, delayMs, error, hedge: false });
+    await sleep(delayMs, call.signal);
+  }
+
+  private emitRetry(event: RetryEvent): void {
+    this.retries.emit(event);
+    this.forward.retry.emit(event);
+  }
+
+  /** Announces a give-up and tells the caller of the request being served not to retry it. */
+  private giveUp(call: Call, error: GiveUpError): GiveUpError {
+    const event = { dependency: this.name, reason: error.reason, error };
+    this.giveUps.emit(event);
+    this.forward.giveUp.emit(event);
+    if (error.reason !== 'not_idempotent') call.request?.pushback?.(error.reason);
+    return error;
+  }
+}
+
+/** The body of POST /retry for a failure after `launched` attempts. */
+function retryRequest(launched: number, remainingMs: number, failure: Failure) {
+  return {
+    attempt: Math.min(launched, 100),
+    idempotent: true,
+    deadlineMs: Math.min(Math.floor(remainingMs), 86_400_000),
+    ...(failure.status !== undefined ? { status: failure.status } : { error: failure.error ?? 'other' }),
+    ...(failure.retryAfterMs ? { retryAfterMs: Math.min(Math.ceil(failure.retryAfterMs), 86_400_000) } : {}),
+  };
+}
+
+/** Waits `ms`, or rejects with the signal's reason when it aborts first. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (ms <= 0 && !signal) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

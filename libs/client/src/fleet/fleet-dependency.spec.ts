@@ -1,0 +1,70 @@
+import { ManualClock } from '@sluice/core';
+import { DEFAULT_DEPENDENCY_POLICY, type DependencyView } from '@sluice/protocol';
+import { FleetDependency, type BreakerChange } from './fleet-dependency';
+
+const view = (state: DependencyView['breaker']['state'], openUntil: number | null): DependencyView => ({
+  namespace: 'shop',
+  dependency: 'pay',
+  breaker: { state, since: 0, openUntil, failureRate: 0, slowRate: 0, calls: 0 },
+  budget: { retries: 0, requests: 0, limit: 100, windowSeconds: 10 },
+  latency: { p50: 5, p95: 40, p99: 120, count: 100 },
+  policy: { ...DEFAULT_DEPENDENCY_POLICY, breaker: { ...DEFAULT_DEPENDENCY_POLICY.breaker, slowCallMs: 100 } },
+});
+
+describe('FleetDependency', () => {
+  const clock = new ManualClock(10_000);
+
+  it('reads the fleet state lazily: open past openUntil is half-open, a lapsed forced state is closed', () => {
+    const dep = new FleetDependency('pay', undefined, 1);
+    expect(dep.fleetState(clock.now())).toBe('closed');
+    dep.applyState('open', 12_000);
+    expect(dep.fleetState(11_999)).toBe('open');
+    expect(dep.fleetState(12_000)).toBe('half_open');
+    dep.applyState('forced_open', 13_000);
+    expect(dep.fleetState(12_500)).toBe('forced_open');
+    expect(dep.fleetState(13_000)).toBe('closed');
+    dep.applyState('forced_open', null);
+    expect(dep.fleetState(99_000)).toBe('forced_open');
+  });
+
+  it('announces fleet changes only when the state changes', () => {
+    const dep = new FleetDependency('pay', undefined, 1);
+    const changes: BreakerChange[] = [];
+    dep.changes.event((change) => changes.push(change));
+    dep.applyState('closed');
+    dep.applyState('open', 1);
+    dep.applyState('open', 2);
+    dep.applyState('closed');
+    expect(changes.map((c) => `${c.from}>${c.to}:${c.source}`)).toEqual(['closed>open:fleet', 'open>closed:fleet']);
+  });
+
+  it('batches counts and a latency histogram into one report entry, and puts back an undelivered one', () => {
+    const dep = new FleetDependency('pay', undefined, 1);
+    dep.applyView(view('closed', null), '"e1"', clock.now());
+    dep.recordRequest(clock.now());
+    dep.recordOutcome(clock.now(), 3, false);
+    dep.recordOutcome(clock.now(), 150, true); // slow (slowCallMs 100 from the fleet's policy) and failed
+    dep.probes.push({ token: 't', success: true });
+    const report = dep.takeReport();
+    expect(report).toMatchObject({
+      dep: 'pay',
+      requests: 1,
+      successes: 1,
+      failures: 1,
+      slow: 1,
+      probes: [{ token: 't', success: true }],
+    });
+    expect(report.latency?.counts).toEqual([0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0]);
+    expect(dep.hasPending).toBe(false);
+
+    dep.restoreReport(report, clock.now());
+    expect(dep.takeReport()).toMatchObject({ requests: 1, successes: 1, failures: 1, slow: 1 });
+  });
+
+  it('the fallback policy is the fleet policy under the configured override', () => {
+    const dep = new FleetDependency('pay', { breaker: { minimumCalls: 3 } }, 1);
+    expect(dep.fallbackPolicy.breaker.minimumCalls).toBe(3);
+    dep.applyView(view('closed', null), undefined, clock.now());
+    expect(dep.fallbackPolicy.breaker).toMatchObject({ minimumCalls: 3, slowCallMs: 100 });
+  });
+});

@@ -1,0 +1,183 @@
+import type { BreakerTransition } from '@sluice/core';
+import {
+  DEFAULT_DEPENDENCY_POLICY,
+  mergeDependencyPolicy,
+  type BreakerState,
+  type DependencyPolicy,
+  type DependencyPolicyOverride,
+  type DependencyReport,
+  type DependencyView,
+  type LatencySummary,
+  type ProbeOutcome,
+} from '@sluice/protocol';
+import { EventEmitter } from '../events';
+import { LocalGuard } from './local-guard';
+
+/** Latency histogram bounds the SDK reports with (ms); the counts have one more slot, for the overflow. */
+export const LATENCY_BOUNDS_MS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000];
+
+/**
+ * A breaker state change as the SDK sees it: pushed by the fleet (`fleet`), or made by the local
+ * fallback breaker (`local`).
+ * @example
+ * sluice.onBreak(({ dependency, from, to, source }) => log.warn(`${dependency}: ${from} → ${to} (${source})`));
+ */
+export interface BreakerChange {
+  dependency: string;
+  from: BreakerState;
+  to: BreakerState;
+  source: 'fleet' | 'local';
+}
+
+/**
+ * Everything one process knows about one dependency, shared by every policy built for it: the
+ * fleet's view (breaker state pushed over SSE or polled, policy, latency), the counts waiting for
+ * the next report, and the local fallback guard.
+ */
+export class FleetDependency {
+  /** The fleet breaker state last pushed or read; undefined until the first one arrives (treated as closed). */
+  state: BreakerState | undefined;
+  openUntil: number | null = null;
+  /** The coordinator's policy and latency summary, from GET /deps/{dep}. */
+  policy: DependencyPolicy | undefined;
+  latency: LatencySummary | undefined;
+  etag: string | undefined;
+  lastReadAt = Number.NEGATIVE_INFINITY;
+
+  // Counts for the next report.
+  requests = 0;
+  successes = 0;
+  failures = 0;
+  slow = 0;
+  samples = 0;
+  counts = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0);
+  probes: ProbeOutcome[] = [];
+  /** When the oldest unreported count was taken. */
+  pendingSince = 0;
+
+  readonly local: LocalGuard;
+  readonly changes = new EventEmitter<BreakerChange>();
+  private slowCallMs: number;
+  private readonly localPolicy: () => DependencyPolicy;
+
+  constructor(
+    readonly name: string,
+    /** The configured override of the local fallback's policy. */
+    public fallbackOverride: DependencyPolicyOverride | undefined,
+    share: number,
+  ) {
+    let cachedFor: DependencyPolicy | undefined;
+    let cachedOverride: DependencyPolicyOverride | undefined;
+    let cached: DependencyPolicy | undefined;
+    this.localPolicy = () => {
+      const base = this.policy ?? DEFAULT_DEPENDENCY_POLICY;
+      if (cachedFor !== base || cachedOverride !== this.fallbackOverride || !cached) {
+        cachedFor = base;
+        cachedOverride = this.fallbackOverride;
+        cached = mergeDependencyPolicy(base, this.fallbackOverride);
+      }
+      return cached;
+    };
+    this.slowCallMs = this.localPolicy().breaker.slowCallMs;
+    this.local = new LocalGuard(this.localPolicy, share, (transition: BreakerTransition) =>
+      this.changes.emit({ dependency: name, ...transition, source: 'local' }),
+    );
+  }
+
+  /** The policy the local fallback uses: the coordinator's when known, under the configured override. */
+  get fallbackPolicy(): DependencyPolicy {
+    return this.localPolicy();
+  }
+
+  /**
+   * The fleet state as it stands now: the coordinator's breaker changes with time only when looked
+   * at, so an `open` past its `openUntil` is half-open, and a lapsed forced state is closed.
+   */
+  fleetState(now: number): BreakerState {
+    const state = this.state ?? 'closed';
+    if (this.openUntil !== null && now >= this.openUntil) {
+      if (state === 'open') return 'half_open';
+      if (state === 'forced_open' || state === 'forced_closed') return 'closed';
+    }
+    return state;
+  }
+
+  /** A state pushed over SSE, read from GET /deps, or returned by a report or a decision. */
+  applyState(state: BreakerState, openUntil?: number | null): void {
+    const previous = this.state ?? 'closed';
+    this.state = state;
+    if (openUntil !== undefined) this.openUntil = openUntil;
+    else if (state !== previous) this.openUntil = null;
+    if (state !== previous) this.changes.emit({ dependency: this.name, from: previous, to: state, source: 'fleet' });
+  }
+
+  applyView(view: DependencyView, etag: string | undefined, now: number): void {
+    this.policy = view.policy;
+    this.latency = view.latency;
+    this.etag = etag;
+    this.lastReadAt = now;
+    this.slowCallMs = this.localPolicy().breaker.slowCallMs;
+    this.applyState(view.breaker.state, view.breaker.openUntil);
+  }
+
+  /** A first attempt went out. */
+  recordRequest(now: number): void {
+    if (this.pendingSince === 0) this.pendingSince = now;
+    this.requests++;
+    this.local.recordRequest(now);
+  }
+
+  /** An attempt ended: `failed` when it was the dependency's failure. */
+  recordOutcome(now: number, latencyMs: number, failed: boolean): void {
+    if (this.pendingSince === 0) this.pendingSince = now;
+    const slow = latencyMs >= this.slowCallMs;
+    if (failed) this.failures++;
+    else this.successes++;
+    if (slow) this.slow++;
+    let slot = 0;
+    while (slot < LATENCY_BOUNDS_MS.length && latencyMs > LATENCY_BOUNDS_MS[slot]) slot++;
+    this.counts[slot]++;
+    this.samples++;
+    this.local.recordOutcome(now, failed, slow);
+  }
+
+  get hasPending(): boolean {
+    return this.pendingSince !== 0;
+  }
+
+  /** Takes the pending counts as one report entry and starts afresh. */
+  takeReport(): DependencyReport {
+    const report: DependencyReport = {
+      dep: this.name,
+      requests: this.requests,
+      successes: this.successes,
+      failures: this.failures,
+      slow: this.slow,
+    };
+    if (this.samples > 0) report.latency = { boundsMs: LATENCY_BOUNDS_MS, counts: this.counts };
+    if (this.probes.length > 0) report.probes = this.probes;
+    this.requests = this.successes = this.failures = this.slow = this.samples = 0;
+    this.counts = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0);
+    this.probes = [];
+    this.pendingSince = 0;
+    return report;
+  }
+
+  /** Puts back a report that could not be delivered (its probes are dropped: their leases expire). */
+  restoreReport(report: DependencyReport, takenAt: number): void {
+    this.requests += report.requests;
+    this.successes += report.successes;
+    this.failures += report.failures;
+    this.slow += report.slow;
+    if (report.latency) {
+      report.latency.counts.forEach((count, slot) => (this.counts[slot] += count));
+      this.samples += report.latency.counts.reduce((sum, count) => sum + count, 0);
+    }
+    if (this.pendingSince === 0 || takenAt < this.pendingSince) this.pendingSince = takenAt;
+  }
+
+  /** Forgets pending counts (too old to matter to the fleet's window). */
+  dropPending(): void {
+    this.takeReport();
+  }
+}

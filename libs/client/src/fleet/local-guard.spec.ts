@@ -1,0 +1,99 @@
+import { ManualClock, seededRandom, type BreakerTransition } from '@sluice/core';
+import { DEFAULT_DEPENDENCY_POLICY, mergeDependencyPolicy, type DependencyPolicy } from '@sluice/protocol';
+import { LocalGuard } from './local-guard';
+
+const POLICY: DependencyPolicy = mergeDependencyPolicy(DEFAULT_DEPENDENCY_POLICY, {
+  retryBudget: { ratio: 0.1, minRetriesPerSecond: 0.2, windowSeconds: 10, maxAttempts: 3 },
+  backoff: { baseMs: 10, capMs: 100, jitter: 'none' },
+  breaker: {
+    minimumCalls: 4,
+    failureRateThreshold: 0.5,
+    openMs: 1000,
+    windowSeconds: 10,
+    closeAfterSuccesses: 2,
+    halfOpenProbes: 1,
+  },
+});
+
+describe('LocalGuard (the local fallback)', () => {
+  let clock: ManualClock;
+  let transitions: BreakerTransition[];
+  let guard: LocalGuard;
+  const random = seededRandom(7);
+  const retry = (attempt = 1, deadlineMs?: number) =>
+    guard.decideRetry({ attempt, idempotent: true, deadlineMs }, clock.now(), random);
+
+  beforeEach(() => {
+    clock = new ManualClock();
+    transitions = [];
+    guard = new LocalGuard(
+      () => POLICY,
+      1,
+      (t) => transitions.push(t),
+    );
+  });
+
+  it('grants retries up to floor(ratio × requests + floor × window), then budget_exhausted', () => {
+    // floor(0.1 × 10 + 0.2 × 10) = 3
+    for (let i = 0; i < 10; i++) guard.recordRequest(clock.now());
+    expect([retry(), retry(), retry()].map((v) => v.reason)).toEqual(['granted', 'granted', 'granted']);
+    expect(retry()).toMatchObject({ allow: false, reason: 'budget_exhausted' });
+    clock.advance(10_000); // the window moves on: the retries (and requests) age out
+    expect(retry().reason).toBe('granted');
+  });
+
+  it('scales the floor by the process share', () => {
+    const half = new LocalGuard(
+      () => POLICY,
+      0.5,
+      () => undefined,
+    );
+    // floor(0 + 0.1 × 10) = 1
+    expect(half.decideRetry({ attempt: 1 }, clock.now(), random).reason).toBe('granted');
+    expect(half.decideRetry({ attempt: 1 }, clock.now(), random).reason).toBe('budget_exhausted');
+  });
+
+  it('refuses max_attempts and a backoff past the deadline, with the policy backoff as delay', () => {
+    expect(retry(3)).toMatchObject({ allow: false, reason: 'max_attempts' });
+    expect(retry(2, 15)).toMatchObject({ allow: false, reason: 'deadline_exceeded', delayMs: 20 });
+    expect(retry(2, 500)).toMatchObject({ allow: true, delayMs: 20 });
+  });
+
+  it('opens on the failure rate, half-opens after openMs, lets one probe out, closes after two successes', () => {
+    guard.recordOutcome(clock.now(), false, false);
+    guard.recordOutcome(clock.now(), true, false);
+    guard.recordOutcome(clock.now(), false, false);
+    expect(guard.state(clock.now())).toBe('closed');
+    guard.recordOutcome(clock.now(), true, false); // 2 of 4 failed
+    expect(guard.state(clock.now())).toBe('open');
+    expect(retry()).toMatchObject({ allow: false, reason: 'breaker_open' });
+
+    clock.advance(1000);
+    expect(guard.state(clock.now())).toBe('half_open');
+    expect(guard.tryProbe(clock.now())).toBe(true);
+    expect(guard.tryProbe(clock.now())).toBe(false);
+    guard.probeOutcome(true, clock.now());
+    expect(guard.tryProbe(clock.now())).toBe(true);
+    guard.probeOutcome(true, clock.now());
+    expect(guard.state(clock.now())).toBe('closed');
+    expect(transitions.map((t) => t.to)).toEqual(['open', 'half_open', 'closed']);
+  });
+
+  it('a failed probe reopens it for longer', () => {
+    for (let i = 0; i < 4; i++) guard.recordOutcome(clock.now(), true, false);
+    clock.advance(1000);
+    expect(guard.tryProbe(clock.now())).toBe(true);
+    guard.probeOutcome(false, clock.now());
+    expect(guard.state(clock.now())).toBe('open');
+    clock.advance(1000);
+    expect(guard.state(clock.now())).toBe('open'); // the second open lasts 2 × openMs
+    clock.advance(1000);
+    expect(guard.state(clock.now())).toBe('half_open');
+  });
+
+  it('successes counted within a second still weigh against failures', () => {
+    for (let i = 0; i < 10; i++) guard.recordOutcome(clock.now(), false, false);
+    for (let i = 0; i < 4; i++) guard.recordOutcome(clock.now(), true, false);
+    expect(guard.state(clock.now())).toBe('closed'); // 4 of 14
+  });
+});

@@ -1,0 +1,139 @@
+import {
+  BreakerMachine,
+  CLOSED_BREAKER,
+  SlidingWindowCounter,
+  backoffDelay,
+  blocksCalls,
+  epochSecond,
+  retryFits,
+  type BreakerTransition,
+  type RandomSource,
+} from '@sluice/core';
+import type { BreakerState, DependencyPolicy, RetryRequest } from '@sluice/protocol';
+
+/** A retry decision as the SDK uses it, whoever made it. */
+export interface RetryVerdict {
+  allow: boolean;
+  reason: string;
+  delayMs: number;
+  breakerState?: BreakerState;
+}
+
+/**
+ * The local fallback for one dependency: a retry budget and a circuit breaker of this process alone,
+ * built on the same libs/core algorithms as the coordinator. It is fed every call, connected or not,
+ * so it is warm when the coordinator goes away. Its budget floor is scaled by `share` (this
+ * process's part of the fleet).
+ */
+export class LocalGuard {
+  private readonly budget = new SlidingWindowCounter(['requests', 'retries'] as const);
+  private readonly outcomes = new SlidingWindowCounter(['successes', 'failures', 'slow'] as const);
+  private readonly machine = new BreakerMachine({ ...CLOSED_BREAKER });
+  private probesInFlight = 0;
+  /** Counts of the current second not yet added to the windows (adding per call is the costly part). */
+  private pendingSecond = Number.NaN;
+  private pendingRequests = 0;
+  private pendingSuccesses = 0;
+
+  constructor(
+    private readonly policy: () => DependencyPolicy,
+    private readonly share: number,
+    private readonly onTransition: (transition: BreakerTransition) => void,
+  ) {}
+
+  /** A first attempt went out: the budget's deposit. */
+  recordRequest(now: number): void {
+    if (epochSecond(now) !== this.pendingSecond) this.settlePending(now);
+    this.pendingRequests++;
+  }
+
+  /** An attempt's outcome; a failed or slow one may open the breaker. */
+  recordOutcome(now: number, failed: boolean, slow: boolean): void {
+    const second = epochSecond(now);
+    if (!failed && !slow) {
+      if (second !== this.pendingSecond) this.settlePending(now);
+      this.pendingSuccesses++;
+      return;
+    }
+    this.settlePending(now);
+    const policy = this.policy().breaker;
+    this.outcomes.add(second, policy.windowSeconds, {
+      successes: failed ? 0 : 1,
+      failures: failed ? 1 : 0,
+      slow: slow ? 1 : 0,
+    });
+    const window = this.outcomes.sum(second, policy.windowSeconds);
+    // One process is one reporter: the fleet's minReporters cannot apply here.
+    const local = { ...policy, minReporters: 1 };
+    if (this.machine.settle(now).evaluate(local, { ...window, failingReporters: 1 }, now)) this.outcomes.clear();
+    this.publish();
+  }
+
+  /** Adds the counts kept for the current second to the windows, and starts a new second at `now`. */
+  private settlePending(now: number): void {
+    const policy = this.policy();
+    if (this.pendingRequests > 0) {
+      this.budget.add(this.pendingSecond, policy.retryBudget.windowSeconds, { requests: this.pendingRequests });
+    }
+    if (this.pendingSuccesses > 0) {
+      this.outcomes.add(this.pendingSecond, policy.breaker.windowSeconds, { successes: this.pendingSuccesses });
+    }
+    this.pendingRequests = this.pendingSuccesses = 0;
+    this.pendingSecond = epochSecond(now);
+  }
+
+  /** The local breaker's state now. */
+  state(now: number): BreakerState {
+    const state = this.machine.settle(now).record.state;
+    this.publish();
+    return state;
+  }
+
+  /** While half-open, lets up to `halfOpenProbes` probes out at once. */
+  tryProbe(now: number): boolean {
+    if (this.state(now) !== 'half_open' || this.probesInFlight >= this.policy().breaker.halfOpenProbes) return false;
+    this.probesInFlight++;
+    return true;
+  }
+
+  /** A local probe ended with no outcome (the caller aborted it). */
+  releaseProbe(): void {
+    this.probesInFlight = Math.max(0, this.probesInFlight - 1);
+  }
+
+  /** A local probe's outcome: closes the breaker after enough successes, reopens it on a failure. */
+  probeOutcome(success: boolean, now: number): void {
+    this.probesInFlight = Math.max(0, this.probesInFlight - 1);
+    this.machine.settle(now).probeOutcome(this.policy().breaker, success, now);
+    if (this.machine.record.state === 'closed') this.outcomes.clear();
+    this.publish();
+  }
+
+  /** May this process retry, on its own? The coordinator's rules, on local counts. */
+  decideRetry(request: RetryRequest, now: number, random: RandomSource): RetryVerdict {
+    const policy = this.policy();
+    const delayMs = backoffDelay(
+      policy.backoff,
+      { attempt: request.attempt, retryAfterMs: request.retryAfterMs },
+      random,
+    );
+    const deny = (reason: string): RetryVerdict => ({ allow: false, reason, delayMs, breakerState: state });
+    const state = this.state(now);
+    if (request.attempt + 1 > policy.retryBudget.maxAttempts) return deny('max_attempts');
+    if (blocksCalls(state)) return deny('breaker_open');
+    if (request.deadlineMs !== undefined && delayMs >= request.deadlineMs) return deny('deadline_exceeded');
+    const budget = { ...policy.retryBudget, minRetriesPerSecond: policy.retryBudget.minRetriesPerSecond * this.share };
+    this.settlePending(now);
+    const second = epochSecond(now);
+    const { requests, retries } = this.budget.sum(second, budget.windowSeconds);
+    if (!retryFits(budget, retries, requests)) return deny('budget_exhausted');
+    this.budget.add(second, budget.windowSeconds, { retries: 1 });
+    return { allow: true, reason: 'granted', delayMs, breakerState: state };
+  }
+
+  private publish(): void {
+    const { transitions } = this.machine;
+    if (transitions.length === 0) return;
+    for (const transition of transitions.splice(0)) this.onTransition(transition);
+  }
+}

@@ -1,0 +1,95 @@
+import type { Clock } from '@sluice/core';
+import type { DependencyReport } from '@sluice/protocol';
+import type { CoordinatorTransport } from '../transport/coordinator-transport';
+import type { CoordinatorLink } from './coordinator-link';
+import type { FleetDependency } from './fleet-dependency';
+
+/** The coordinator takes at most this many entries per report. */
+const MAX_ENTRIES = 100;
+
+export interface ReporterOptions {
+  reporter: string;
+  intervalMs: number;
+  timeoutMs: number;
+  /** Counts older than this are dropped rather than reported late (the fleet's window has moved on). */
+  maxAgeMs: number;
+}
+
+/**
+ * Batches outcomes, latencies and request counts of every dependency into one POST /reports per
+ * interval; a probe outcome is sent at once. A failed delivery keeps the counts for the next one
+ * and tells the link; a delivery that works tells it too, which is how the SDK notices the
+ * coordinator is back.
+ */
+export class Reporter {
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> | undefined;
+  private again = false;
+
+  constructor(
+    private readonly dependencies: () => Iterable<FleetDependency>,
+    private readonly transport: CoordinatorTransport,
+    private readonly link: CoordinatorLink,
+    private readonly clock: Clock,
+    private readonly options: ReporterOptions,
+  ) {}
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.flush(), this.options.intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Sends what is pending now (waiting for a delivery already under way first). */
+  flush(): Promise<void> {
+    if (this.flushing) {
+      this.again = true;
+      return this.flushing;
+    }
+    this.flushing = this.deliver().finally(() => {
+      this.flushing = undefined;
+      if (this.again) {
+        this.again = false;
+        void this.flush();
+      }
+    });
+    return this.flushing;
+  }
+
+  private async deliver(): Promise<void> {
+    const now = this.clock.now();
+    const taken: Array<{ dependency: FleetDependency; report: DependencyReport; since: number }> = [];
+    for (const dependency of this.dependencies()) {
+      if (!dependency.hasPending) continue;
+      const since = dependency.pendingSince;
+      if (now - since > this.options.maxAgeMs) {
+        dependency.dropPending();
+        continue;
+      }
+      taken.push({ dependency, report: dependency.takeReport(), since });
+    }
+    for (let start = 0; start < taken.length; start += MAX_ENTRIES) {
+      const batch = taken.slice(start, start + MAX_ENTRIES);
+      try {
+        const answer = await this.transport.report(
+          { reporter: this.options.reporter, deps: batch.map((entry) => entry.report) },
+          this.options.timeoutMs,
+        );
+        this.link.succeeded('report');
+        for (const { dependency } of batch) {
+          const state = answer.deps?.[dependency.name]?.breaker?.state;
+          if (state) dependency.applyState(state);
+        }
+      } catch (error) {
+        this.link.failed('report', error);
+        for (const { dependency, report, since } of taken.slice(start)) dependency.restoreReport(report, since);
+        return;
+      }
+    }
+  }
+}

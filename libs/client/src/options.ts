@@ -1,0 +1,194 @@
+import type { Clock, RandomSource } from '@sluice/core';
+import type { DependencyPolicyOverride } from '@sluice/protocol';
+import type { Classifier } from './classification';
+import type { SluiceLogger } from './fleet/coordinator-link';
+
+/**
+ * What the SDK does while the coordinator cannot answer:
+ * - `local` (default): a local retry budget and circuit breaker (libs/core), per process;
+ * - `fail-open`: retries are allowed up to `maxAttempts` with backoff, no budget, no breaker;
+ * - `fail-closed`: no retries at all (first attempts still go out).
+ * @example
+ * new Sluice({ baseUrls: ['http://sluice:8080'], namespace: 'shop', fallback: 'fail-open' });
+ */
+export type FallbackMode = 'local' | 'fail-open' | 'fail-closed';
+
+/**
+ * Hedging for idempotent reads: when the first attempt has not answered after `delayMs` (or the
+ * fleet's p95 latency, when the coordinator serves one), a second attempt goes out; the first
+ * answer wins and the other is aborted. A hedge is a retry for the budget.
+ * @example
+ * sluice.dependency('search', { idempotent: true, hedge: { delayMs: 'p95', fallbackDelayMs: 80 } });
+ */
+export interface HedgeOptions {
+  /** A fixed delay in ms, or `'p95'`: the fleet's p95 latency of the dependency. */
+  delayMs: number | 'p95';
+  /** The delay while the fleet serves no p95 (default 100 ms). */
+  fallbackDelayMs?: number;
+}
+
+/**
+ * Bounds of `timeoutMs: 'auto'`: about 2 × the fleet's p99 latency, clamped to [minMs, maxMs];
+ * `maxMs` while the coordinator serves no p99.
+ * @example
+ * sluice.dependency('reports', { timeoutMs: 'auto', autoTimeout: { minMs: 200, maxMs: 5000 } });
+ */
+export interface AutoTimeoutBounds {
+  minMs: number;
+  maxMs: number;
+}
+
+/**
+ * Options of one dependency's policy. Every field has a safe default.
+ * @example
+ * const payments = sluice.dependency('payments-api', {
+ *   maxAttempts: 3,
+ *   deadlineMs: 2000,
+ *   timeoutMs: 'auto',
+ *   connectTimeoutMs: 100,
+ * });
+ */
+export interface DependencyOptions {
+  /** Attempts per call, the first included (default 3). The coordinator's policy may allow fewer. */
+  maxAttempts?: number;
+  /** Deadline of a whole call, retries and backoff included, in ms (default 10 000). A request's incoming deadline shortens it. */
+  deadlineMs?: number;
+  /** Per-attempt timeout in ms, or `'auto'` (default): about 2 × the fleet p99, within `autoTimeout`. */
+  timeoutMs?: number | 'auto';
+  /** Bounds of the automatic timeout (default 100 ms to 3 000 ms). */
+  autoTimeout?: AutoTimeoutBounds;
+  /** Longest a connection may take to open, for `fetch` (default 100 ms). */
+  connectTimeoutMs?: number;
+  /** Whether calls are idempotent by default (default false; `fetch` decides by method). */
+  idempotent?: boolean;
+  /** Hedging for idempotent calls (default off). */
+  hedge?: HedgeOptions | false;
+  /**
+   * Retry even while serving a request that is itself a retry (`sluice-attempt` > 1). Default false:
+   * the retry is left to the caller, so retries do not multiply across layers.
+   */
+  retryWhenServingRetry?: boolean;
+  /** Classifiers tried before the built-in one (gRPC: {@link grpcClassifier}). */
+  classify?: Classifier | Classifier[];
+  /** The local fallback's policy: omitted fields come from the coordinator's policy when known, else the defaults. */
+  fallbackPolicy?: DependencyPolicyOverride;
+}
+
+/**
+ * Options of a {@link Sluice} client.
+ * @example
+ * const sluice = new Sluice({
+ *   baseUrls: ['http://sluice-0:8080', 'http://sluice-1:8080'],
+ *   token: process.env.SLUICE_TOKEN,
+ *   namespace: 'shop',
+ * });
+ */
+export interface SluiceOptions {
+  /** The coordinator's base URLs; the next one is tried when one does not answer. */
+  baseUrls: string | string[];
+  /** A bearer token with the `client` role on `namespace`. */
+  token?: string;
+  namespace: string;
+  /** This process's name in reports (default: host name and pid). */
+  reporter?: string;
+  /** Defaults for every dependency. */
+  defaults?: DependencyOptions;
+  /** How often outcomes are reported, in ms (default 200). */
+  reportIntervalMs?: number;
+  /** Timeout of a retry or admit decision, in ms (default 50). */
+  decisionTimeoutMs?: number;
+  /** Timeout of reports and view reads, in ms (default 1000). */
+  requestTimeoutMs?: number;
+  /** Connect timeout towards the coordinator, in ms (default 100). */
+  coordinatorConnectTimeoutMs?: number;
+  /** Breaker states pushed over Server-Sent Events (default true); false polls only. */
+  sse?: boolean;
+  /** Poll interval while the event stream is down, in ms (default 1000). */
+  pollIntervalMs?: number;
+  /** How often a dependency's view (policy, latency) is re-read, in ms (default 5000). */
+  viewRefreshMs?: number;
+  /** Reopen an event stream silent for this long, in ms (default 45 000). */
+  streamIdleTimeoutMs?: number;
+  /** What to do while the coordinator cannot answer (default `local`). */
+  fallback?: FallbackMode;
+  /** This process's share of the fleet (0–1], scaling the local budget's floor (default 1). */
+  fallbackShare?: number;
+  /** Where the SDK's log lines go (default the console); false for none. */
+  logger?: SluiceLogger | false;
+  /** For tests: the clock deadlines and windows are measured on. */
+  clock?: Clock;
+  /** For tests: the random source of jitter. */
+  random?: RandomSource;
+}
+
+/** Every dependency option, resolved. */
+export interface ResolvedDependencyOptions {
+  maxAttempts: number;
+  deadlineMs: number;
+  timeoutMs: number | 'auto';
+  autoTimeout: AutoTimeoutBounds;
+  connectTimeoutMs: number;
+  idempotent: boolean;
+  hedge: HedgeOptions | false;
+  retryWhenServingRetry: boolean;
+  classifiers: Classifier[];
+  fallbackPolicy: DependencyPolicyOverride | undefined;
+}
+
+export const DEPENDENCY_DEFAULTS: Readonly<ResolvedDependencyOptions> = Object.freeze({
+  maxAttempts: 3,
+  deadlineMs: 10_000,
+  timeoutMs: 'auto',
+  autoTimeout: { minMs: 100, maxMs: 3000 },
+  connectTimeoutMs: 100,
+  idempotent: false,
+  hedge: false,
+  retryWhenServingRetry: false,
+  classifiers: [],
+  fallbackPolicy: undefined,
+} as ResolvedDependencyOptions);
+
+/** Lays `options` over `base`, checking every number. */
+export function resolveDependencyOptions(
+  base: ResolvedDependencyOptions,
+  options: DependencyOptions | undefined,
+): ResolvedDependencyOptions {
+  if (!options) return base;
+  const resolved: ResolvedDependencyOptions = {
+    maxAttempts: options.maxAttempts ?? base.maxAttempts,
+    deadlineMs: options.deadlineMs ?? base.deadlineMs,
+    timeoutMs: options.timeoutMs ?? base.timeoutMs,
+    autoTimeout: { ...base.autoTimeout, ...options.autoTimeout },
+    connectTimeoutMs: options.connectTimeoutMs ?? base.connectTimeoutMs,
+    idempotent: options.idempotent ?? base.idempotent,
+    hedge: options.hedge ?? base.hedge,
+    retryWhenServingRetry: options.retryWhenServingRetry ?? base.retryWhenServingRetry,
+    classifiers:
+      options.classify === undefined
+        ? base.classifiers
+        : Array.isArray(options.classify)
+          ? options.classify
+          : [options.classify],
+    fallbackPolicy: options.fallbackPolicy ?? base.fallbackPolicy,
+  };
+  positiveInteger('maxAttempts', resolved.maxAttempts, 1, 100);
+  positiveInteger('deadlineMs', resolved.deadlineMs, 1, 86_400_000);
+  if (resolved.timeoutMs !== 'auto') positiveInteger('timeoutMs', resolved.timeoutMs, 1, 86_400_000);
+  positiveInteger('autoTimeout.minMs', resolved.autoTimeout.minMs, 1, 86_400_000);
+  positiveInteger('autoTimeout.maxMs', resolved.autoTimeout.maxMs, resolved.autoTimeout.minMs, 86_400_000);
+  positiveInteger('connectTimeoutMs', resolved.connectTimeoutMs, 1, 86_400_000);
+  if (resolved.hedge) {
+    if (resolved.hedge.delayMs !== 'p95') positiveInteger('hedge.delayMs', resolved.hedge.delayMs, 0, 86_400_000);
+    if (resolved.hedge.fallbackDelayMs !== undefined) {
+      positiveInteger('hedge.fallbackDelayMs', resolved.hedge.fallbackDelayMs, 0, 86_400_000);
+    }
+  }
+  return resolved;
+}
+
+/** Throws a TypeError naming `name` unless `value` is an integer in [min, max]. */
+export function positiveInteger(name: string, value: number, min: number, max: number): void {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new TypeError(`${name} must be an integer from ${min} to ${max}, got ${value}`);
+  }
+}

@@ -1,0 +1,274 @@
+import { backoffDelay, systemClock, type Clock, type RandomSource } from '@sluice/core';
+import { RESOURCE_NAME_PATTERN, type BreakerState, type RetryRequest } from '@sluice/protocol';
+import { hostname } from 'node:os';
+import { Dependency } from './dependency';
+import type { Event } from './events';
+import { fetchThrough, type SluiceFetchInit } from './fetch';
+import { BreakerFeed } from './fleet/breaker-feed';
+import {
+  CoordinatorLink,
+  consoleLogger,
+  silentLogger,
+  type FallbackChange,
+  type SluiceLogger,
+} from './fleet/coordinator-link';
+import { FleetDependency, type BreakerChange } from './fleet/fleet-dependency';
+import type { RetryVerdict } from './fleet/local-guard';
+import { Reporter } from './fleet/reporter';
+import {
+  DEPENDENCY_DEFAULTS,
+  positiveInteger,
+  resolveDependencyOptions,
+  type DependencyOptions,
+  type FallbackMode,
+  type ResolvedDependencyOptions,
+  type SluiceOptions,
+} from './options';
+import { PolicyEvents } from './policy-events';
+import type { AdmitVerdict, SluiceRuntime } from './runtime';
+import { CoordinatorTransport } from './transport/coordinator-transport';
+import { TimeoutWatch } from './timeout-watch';
+import { Agents } from './transport/http';
+
+/** Reported counts older than this are dropped instead of sent late. */
+const MAX_REPORT_AGE_MS = 10_000;
+
+/**
+ * The Sluice client: one per process, shared by every dependency. It keeps each dependency's fleet
+ * breaker state current over one event stream, batches outcomes into one report every ~200 ms,
+ * asks the coordinator before every retry, and falls back to a local budget and breaker when the
+ * coordinator cannot answer.
+ * @example
+ * import { Sluice } from '@sluice/client';
+ * const sluice = new Sluice({ baseUrls: ['http://sluice:8080'], token: process.env.SLUICE_TOKEN, namespace: 'shop' });
+ * const payments = sluice.dependency('payments-api');
+ * const res = await payments.fetch('http://payments/charges/42');
+ * await sluice.close();
+ */
+export class Sluice extends PolicyEvents {
+  private readonly fleet = new Map<string, FleetDependency>();
+  private readonly policies = new Map<string, Dependency>();
+  private readonly transport: CoordinatorTransport;
+  private readonly link: CoordinatorLink;
+  private readonly reporter: Reporter;
+  private readonly feed: BreakerFeed;
+  private readonly runtime: SluiceRuntime;
+  private readonly defaults: ResolvedDependencyOptions;
+  private readonly fallbackMode: FallbackMode;
+  private readonly fallbackShare: number;
+  private readonly decisionTimeoutMs: number;
+  private closed = false;
+
+  /**
+   * When the SDK switches to its local fallback (`active: true`) and back (`active: false`).
+   * @example
+   * sluice.onFallback(({ active, during }) => metrics.fallback.set(active ? 1 : 0));
+   */
+  readonly onFallback: Event<FallbackChange>;
+
+  /**
+   * @example
+   * const sluice = new Sluice({ baseUrls: 'http://127.0.0.1:8080', namespace: 'shop', fallback: 'local' });
+   */
+  constructor(options: SluiceOptions) {
+    super();
+    if (!RESOURCE_NAME_PATTERN.test(options.namespace)) {
+      throw new TypeError(`namespace must match ${RESOURCE_NAME_PATTERN.source}, got "${options.namespace}"`);
+    }
+    const baseUrls = Array.isArray(options.baseUrls) ? options.baseUrls : [options.baseUrls];
+    if (baseUrls.length === 0) throw new TypeError('baseUrls needs at least one coordinator URL');
+    const clock: Clock = options.clock ?? systemClock;
+    const random: RandomSource = options.random ?? Math.random;
+    const logger: SluiceLogger = options.logger === false ? silentLogger : (options.logger ?? consoleLogger);
+    this.defaults = resolveDependencyOptions(DEPENDENCY_DEFAULTS, options.defaults);
+    this.fallbackMode = options.fallback ?? 'local';
+    this.fallbackShare = options.fallbackShare ?? 1;
+    if (!(this.fallbackShare > 0 && this.fallbackShare <= 1)) throw new TypeError('fallbackShare must be in (0, 1]');
+    this.decisionTimeoutMs = options.decisionTimeoutMs ?? 50;
+    const requestTimeoutMs = options.requestTimeoutMs ?? 1000;
+    const reportIntervalMs = options.reportIntervalMs ?? 200;
+    positiveInteger('decisionTimeoutMs', this.decisionTimeoutMs, 1, 60_000);
+    positiveInteger('requestTimeoutMs', requestTimeoutMs, 1, 60_000);
+    positiveInteger('reportIntervalMs', reportIntervalMs, 1, 60_000);
+
+    const agents = new Agents();
+    this.link = new CoordinatorLink(logger, this.fallbackMode);
+    this.onFallback = this.link.changes.event;
+    this.transport = new CoordinatorTransport({
+      baseUrls,
+      token: options.token,
+      namespace: options.namespace,
+      agents,
+      connectTimeoutMs: options.coordinatorConnectTimeoutMs ?? 100,
+    });
+    this.reporter = new Reporter(() => this.fleet.values(), this.transport, this.link, clock, {
+      reporter: options.reporter ?? defaultReporter(),
+      intervalMs: reportIntervalMs,
+      timeoutMs: requestTimeoutMs,
+      maxAgeMs: MAX_REPORT_AGE_MS,
+    });
+    this.feed = new BreakerFeed(this.fleet, this.transport, this.link, clock, random, {
+      sse: options.sse ?? true,
+      pollIntervalMs: options.pollIntervalMs ?? 1000,
+      viewRefreshMs: options.viewRefreshMs ?? 5000,
+      idleTimeoutMs: options.streamIdleTimeoutMs ?? 45_000,
+      timeoutMs: requestTimeoutMs,
+    });
+    this.runtime = {
+      clock,
+      random,
+      link: this.link,
+      agents,
+      timeouts: new TimeoutWatch(),
+      decideRetry: (dependency, request) => this.decideRetry(dependency, request),
+      admit: (dependency) => this.admit(dependency),
+      reportProbe: (dependency, token, success) => {
+        if (dependency.pendingSince === 0) dependency.pendingSince = clock.now();
+        dependency.probes.push({ token, success });
+        void this.reporter.flush();
+      },
+      breakerState: (dependency, now) => this.breakerState(dependency, now),
+      tryLocalProbe: (dependency, now) => this.fallbackMode === 'local' && dependency.local.tryProbe(now),
+      governedLocally: () => this.link.fallback && this.fallbackMode === 'local',
+    };
+    this.reporter.start();
+    this.feed.start();
+  }
+
+  /**
+   * A dependency's policy. Without options the same instance is returned for a name; with options a
+   * new policy is made over the same fleet state (breaker, reports, fallback): make those once, at
+   * start-up, not per call.
+   * @example
+   * const payments = sluice.dependency('payments-api', { maxAttempts: 2, deadlineMs: 1500 });
+   * const search = sluice.dependency('search', { idempotent: true, hedge: { delayMs: 'p95' } });
+   */
+  dependency(name: string, options?: DependencyOptions): Dependency {
+    if (this.closed) throw new Error('this Sluice client is closed');
+    if (options === undefined) {
+      const existing = this.policies.get(name);
+      if (existing) return existing;
+    }
+    if (!RESOURCE_NAME_PATTERN.test(name)) {
+      throw new TypeError(`a dependency name must match ${RESOURCE_NAME_PATTERN.source}, got "${name}"`);
+    }
+    const resolved = resolveDependencyOptions(this.defaults, options);
+    let fleet = this.fleet.get(name);
+    if (!fleet) {
+      fleet = new FleetDependency(name, resolved.fallbackPolicy, this.fallbackShare);
+      this.fleet.set(name, fleet);
+      fleet.changes.event((change) => this.forwardChange(change));
+      this.feed.follow(fleet);
+    } else if (options?.fallbackPolicy) {
+      fleet.fallbackOverride = options.fallbackPolicy;
+    }
+    const policy = new Dependency(name, resolved, fleet, this.runtime, { retry: this.retries, giveUp: this.giveUps });
+    if (options === undefined) this.policies.set(name, policy);
+    return policy;
+  }
+
+  /**
+   * `fetch` through a dependency's policy (see {@link Dependency.fetch}).
+   * @example
+   * const res = await sluice.fetch('inventory', `http://inventory/items/${sku}`);
+   * const created = await sluice.fetch('payments-api', 'http://payments/charges', { method: 'POST', body, idempotencyKey: true });
+   */
+  fetch(dependency: string | Dependency, input: string | URL, init?: SluiceFetchInit): Promise<Response> {
+    const policy = typeof dependency === 'string' ? this.dependency(dependency) : dependency;
+    return fetchThrough(policy, this.runtime.agents, input, init);
+  }
+
+  /**
+   * True while the coordinator cannot answer and the local fallback decides.
+   * @example
+   * app.get('/health', (_req, res) => res.json({ sluice: sluice.fallbackActive ? 'fallback' : 'fleet' }));
+   */
+  get fallbackActive(): boolean {
+    return this.link.fallback;
+  }
+
+  /**
+   * Sends the pending report now.
+   * @example
+   * await sluice.flush();
+   */
+  flush(): Promise<void> {
+    return this.reporter.flush();
+  }
+
+  /**
+   * Stops the event stream and timers and sends the last report. Call it on shutdown.
+   * @example
+   * process.on('SIGTERM', () => void sluice.close());
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.reporter.stop();
+    this.feed.close();
+    await this.reporter.flush();
+    this.runtime.agents.destroy();
+  }
+
+  private forwardChange(change: BreakerChange): void {
+    if ((change.source === 'local') === this.runtime.governedLocally()) this.breakerChanged(change);
+  }
+
+  private breakerState(dependency: FleetDependency, now: number): BreakerState {
+    if (!this.link.fallback) return dependency.fleetState(now);
+    if (this.fallbackMode === 'local') return dependency.local.state(now);
+    if (this.fallbackMode === 'fail-open') return 'closed';
+    return dependency.fleetState(now);
+  }
+
+  private async decideRetry(dependency: FleetDependency, request: RetryRequest): Promise<RetryVerdict> {
+    if (!this.link.fallback && !this.closed) {
+      try {
+        const decision = await this.transport.retry(dependency.name, request, this.decisionTimeoutMs);
+        this.link.succeeded('retry');
+        dependency.applyState(decision.breaker.state);
+        return {
+          allow: decision.allow,
+          reason: decision.reason,
+          delayMs: decision.delayMs,
+          breakerState: decision.breaker.state,
+        };
+      } catch (error) {
+        this.link.failed('retry', error);
+      }
+    }
+    const now = this.runtime.clock.now();
+    switch (this.fallbackMode) {
+      case 'local':
+        return dependency.local.decideRetry(request, now, this.runtime.random);
+      case 'fail-open': {
+        const { backoff } = dependency.fallbackPolicy;
+        const delayMs = backoffDelay(
+          backoff,
+          { attempt: request.attempt, retryAfterMs: request.retryAfterMs },
+          this.runtime.random,
+        );
+        return { allow: true, reason: 'granted', delayMs };
+      }
+      case 'fail-closed':
+        return { allow: false, reason: 'coordinator_unavailable', delayMs: 0 };
+    }
+  }
+
+  private async admit(dependency: FleetDependency): Promise<AdmitVerdict | undefined> {
+    try {
+      const decision = await this.transport.admit(dependency.name, this.decisionTimeoutMs);
+      this.link.succeeded('admit');
+      dependency.applyState(decision.breaker.state);
+      return { allow: decision.allow, state: decision.breaker.state, probeToken: decision.probe?.token };
+    } catch (error) {
+      this.link.failed('admit', error);
+      return undefined;
+    }
+  }
+}
+
+/** `host-pid`, in the characters a reporter name may use. */
+function defaultReporter(): string {
+  return `${hostname()}-${process.pid}`.replace(/[^A-Za-z0-9._:-]/g, '-').slice(0, 128);
+}

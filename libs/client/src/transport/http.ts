@@ -1,0 +1,106 @@
+import http, { type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
+import https from 'node:https';
+import type { Socket } from 'node:net';
+
+/** Raised when the TCP (or TLS) connection is not made within the connect timeout. */
+export class ConnectTimeoutError extends Error {
+  readonly code = 'SLUICE_CONNECT_TIMEOUT';
+
+  constructor(readonly timeoutMs: number) {
+    super(`no connection within ${timeoutMs} ms`);
+    this.name = 'ConnectTimeoutError';
+  }
+}
+
+/** Raised when no response head arrives within the time given. */
+export class HeadTimeoutError extends Error {
+  readonly code = 'SLUICE_HEAD_TIMEOUT';
+
+  constructor(readonly timeoutMs: number) {
+    super(`no response within ${timeoutMs} ms`);
+    this.name = 'HeadTimeoutError';
+  }
+}
+
+/** Keep-alive agents for http and https, owned by one Sluice instance. */
+export class Agents {
+  readonly http = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  readonly https = new https.Agent({ keepAlive: true, maxSockets: 256 });
+
+  destroy(): void {
+    this.http.destroy();
+    this.https.destroy();
+  }
+}
+
+export interface SendOptions {
+  method: string;
+  headers: OutgoingHttpHeaders;
+  body?: Uint8Array | string;
+  signal?: AbortSignal;
+  /** Longest the connection may take to open; the request fails with ConnectTimeoutError past it. */
+  connectTimeoutMs?: number;
+  /** Longest until the response head arrives; the request fails with HeadTimeoutError past it. */
+  headTimeoutMs?: number;
+  agents: Agents;
+}
+
+/**
+ * Sends one request with `node:http(s)` and resolves with the response head (the body still to be
+ * read). An abort destroys the request with the signal's reason, so the caller sees that reason.
+ */
+export function send(url: URL, options: SendOptions): Promise<IncomingMessage> {
+  const { signal } = options;
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  const secure = url.protocol === 'https:';
+  return new Promise<IncomingMessage>((resolve, reject) => {
+    const request = (secure ? https : http).request(url, {
+      method: options.method,
+      headers: options.headers,
+      agent: secure ? options.agents.https : options.agents.http,
+    });
+    let connectTimer: NodeJS.Timeout | undefined;
+    const headTimeoutMs = options.headTimeoutMs;
+    const headTimer =
+      headTimeoutMs === undefined
+        ? undefined
+        : setTimeout(() => request.destroy(new HeadTimeoutError(headTimeoutMs)), headTimeoutMs);
+    const onAbort = () => request.destroy(signal!.reason);
+    const cleanup = () => {
+      if (connectTimer) clearTimeout(connectTimer);
+      if (headTimer) clearTimeout(headTimer);
+      signal?.removeEventListener('abort', onAbort);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (options.connectTimeoutMs !== undefined) {
+      const timeoutMs = options.connectTimeoutMs;
+      request.once('socket', (socket: Socket) => {
+        if (!socket.connecting) return;
+        connectTimer = setTimeout(() => request.destroy(new ConnectTimeoutError(timeoutMs)), timeoutMs);
+        socket.once(secure ? 'secureConnect' : 'connect', () => clearTimeout(connectTimer));
+      });
+    }
+    request.once('response', (response) => {
+      cleanup();
+      // The body stream outlives this call: an abort from now on ends it with the signal's reason.
+      if (signal) {
+        const onBodyAbort = () => response.destroy(signal.reason);
+        signal.addEventListener('abort', onBodyAbort, { once: true });
+        response.once('close', () => signal.removeEventListener('abort', onBodyAbort));
+      }
+      resolve(response);
+    });
+    request.once('error', (error) => {
+      cleanup();
+      reject(error);
+    });
+    request.end(options.body);
+  });
+}
+
+/** Reads a whole body (aborting with the stream's error). */
+export async function readBody(response: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of response) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}

@@ -1,0 +1,90 @@
+// Overhead of the SDK's execute() with a closed breaker over a direct call, side by side with
+// cockatiel's retry(...).execute and a bare call, in one run, in ns per call.
+// Run with `npm run bench:sdk` (builds dist/ first). The Sluice client is connected to a real
+// coordinator (the built service, embedded store) with its event stream and reports running.
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ExponentialBackoff, handleAll, retry } from 'cockatiel';
+import { freePort, startChild, stopChild, waitReady } from './support.mjs';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
+const require = createRequire(import.meta.url);
+const { Sluice } = require(join(ROOT, 'dist/libs/client/src/index.js'));
+
+const CALLS = Number(process.env.BENCH_CALLS ?? 200_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const WARMUP_CALLS = 50_000;
+
+/** The call under every wrapper: an async function that answers at once. */
+let sink = 0;
+const work = async () => {
+  sink++;
+  return sink;
+};
+
+/** ns per call of `call` over `calls` sequential awaited calls. */
+async function measure(call, calls) {
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < calls; i++) await call();
+  return Number(process.hrtime.bigint() - start) / calls;
+}
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+async function main() {
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('SLUICE_')));
+  const coordinator = startChild(process.execPath, ['dist/apps/coordinator/src/main.js'], {
+    cwd: ROOT,
+    env: { ...env, SLUICE_PORT: String(port), SLUICE_LOG_LEVEL: 'warn' },
+  });
+  const sluice = new Sluice({ baseUrls: [baseUrl], namespace: 'bench', logger: false });
+  try {
+    await waitReady(`${baseUrl}/health/ready`, coordinator);
+    const payments = sluice.dependency('payments', { idempotent: true });
+    const policy = retry(handleAll, { maxAttempts: 3, backoff: new ExponentialBackoff() });
+
+    const contenders = [
+      ['bare call', () => work()],
+      ['Sluice execute (closed breaker)', () => payments.execute(work)],
+      ['cockatiel retry(...).execute', () => policy.execute(work)],
+    ];
+    for (const [, call] of contenders) await measure(call, WARMUP_CALLS);
+    await sluice.flush();
+    if (payments.breakerState !== 'closed') throw new Error(`expected a closed breaker, got ${payments.breakerState}`);
+
+    // Interleaved rounds, so drift on a shared machine hits every contender alike; median per contender.
+    const samples = new Map(contenders.map(([name]) => [name, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [name, call] of contenders) samples.get(name).push(await measure(call, CALLS));
+    }
+    const bare = median(samples.get('bare call'));
+    const rows = contenders.map(([name]) => {
+      const ns = median(samples.get(name));
+      return [name, ns.toFixed(0), name === 'bare call' ? '—' : (ns - bare).toFixed(0)];
+    });
+    printTable(['contender', 'ns/call', 'overhead ns/call'], rows);
+    console.log(
+      `\n${ROUNDS} interleaved rounds of ${CALLS} sequential awaited calls each; medians. Node ${process.version}.`,
+    );
+    console.log(`fallback active during the run: ${sluice.fallbackActive}`);
+  } finally {
+    await sluice.close();
+    await stopChild(coordinator);
+  }
+}
+
+function printTable(header, rows) {
+  const widths = header.map((cell, i) => Math.max(cell.length, ...rows.map((row) => row[i].length)));
+  const line = (cells) => `| ${cells.map((cell, i) => cell.padEnd(widths[i])).join(' | ')} |`;
+  console.log(line(header));
+  console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
+  rows.forEach((row) => console.log(line(row)));
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});

@@ -1,0 +1,55 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { waitUntil } from './redis-server';
+
+const MAIN = join(__dirname, '../../dist/apps/coordinator/src/main.js');
+
+export interface CoordinatorProcess {
+  child: ChildProcess;
+  url: string;
+  output(): string;
+  exited: Promise<number | null>;
+  /** SIGKILL: no shutdown hooks, connections cut. */
+  kill(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The built coordinator (npm run build) as a child process on `port`, ready to answer. */
+export async function startCoordinatorProcess(port: number, env: NodeJS.ProcessEnv = {}): Promise<CoordinatorProcess> {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first (npm test does)`);
+  const child = spawn(process.execPath, [MAIN], {
+    env: { PATH: process.env.PATH, SLUICE_PORT: String(port), SLUICE_LOG_LEVEL: 'warn', ...env },
+    stdio: 'pipe',
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk) => (output += chunk));
+  child.stderr?.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const url = `http://127.0.0.1:${port}`;
+  const started: CoordinatorProcess = {
+    child,
+    url,
+    output: () => output,
+    exited,
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+  try {
+    await waitUntil(
+      async () => (await fetch(`${url}/health/ready`).catch(() => undefined))?.status === 200,
+      15_000,
+      () => `the coordinator never became ready:\n${output}`,
+    );
+  } catch (error) {
+    await started.kill();
+    throw error;
+  }
+  return started;
+}

@@ -1,0 +1,46 @@
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface CountingProxy {
+  url: string;
+  /** Requests seen, as "METHOD /path" without the query string. */
+  seen: string[];
+  /** "METHOD /path STATUS" for every answered request, in the order the answers came. */
+  answered: string[];
+  count(match: (line: string) => boolean): number;
+  close(): Promise<void>;
+}
+
+/** A pass-through HTTP proxy that records every request it forwards (streams included). */
+export async function startCountingProxy(target: string): Promise<CountingProxy> {
+  const upstream = new URL(target);
+  const seen: string[] = [];
+  const answered: string[] = [];
+  const server: Server = createServer((req, res) => {
+    const line = `${req.method} ${(req.url ?? '/').split('?')[0]}`;
+    seen.push(line);
+    const forward = request(
+      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+      (answer) => {
+        answered.push(`${line} ${answer.statusCode}`);
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    forward.on('error', () => res.destroy());
+    res.on('close', () => forward.destroy());
+    req.pipe(forward);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    seen,
+    answered,
+    count: (match) => seen.filter(match).length,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
