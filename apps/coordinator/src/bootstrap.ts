@@ -6,15 +6,16 @@ import { LogController, type FastifyError, type FastifyReply, type FastifyReques
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { AppModule } from './app.module';
+import { BODY_LIMIT_BYTES } from './common/body-limit';
 import { sendError } from './common/http-error.filter';
 import { checkJsonObjectBody } from './common/json-body';
 import { isLoopbackHost, type SluiceConfig } from './config/config';
 import { JsonLogger } from './logging/json-logger';
 import { MetricsService } from './metrics/metrics.service';
+import { setupOpenApi } from './openapi/document';
 import { readPoliciesFile, type PoliciesFile } from './policies/policies-file';
 
-/** Largest request body: room for a full report batch or a stored idempotent response. */
-export const BODY_LIMIT_BYTES = 1024 * 1024;
+export { BODY_LIMIT_BYTES };
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Builds the coordinator app (not yet listening) from a validated configuration. */
@@ -52,6 +53,7 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
       reply.elapsedTime / 1000,
     );
   });
+  setupOpenApi(app);
   await app.init();
   return app;
 }

@@ -1,14 +1,54 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Put, Query, UseInterceptors } from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
 import { AdminOnly } from '../auth/access.decorators';
 import { Actor } from '../auth/actor.decorator';
 import type { Principal } from '../auth/token-registry';
 import { DependencyParams, LimitParams, NamespaceParams, QueueParams } from '../common/params.dto';
+import { policyRoutes } from '../openapi/policy-routes';
+import { TAGS } from '../openapi/tags';
 import { PolicyAdminService } from '../policies/policy-admin.service';
 import { DependencyPolicyDto, QueuePolicyDto, NamedLimitPolicyDto } from '../policies/policy.dto';
 import { PolicyDocumentInterceptor } from '../policies/policy-document.interceptor';
 import { WritePrecondition, type Precondition } from '../policies/policy-preconditions';
 import type { PolicyTarget, VersionedPolicy } from '../policies/policy-target';
 import { PolicyChangeQuery } from './policies.dto';
+
+const DEFAULT = policyRoutes({
+  name: 'DefaultPolicy',
+  what: 'the namespace default',
+  schema: 'DependencyPolicyDto',
+  description:
+    'The namespace\u2019s default dependency policy: every dependency of the namespace overlays its own document ' +
+    'on it. Omitted fields take the policies file\u2019s default, or the built-in defaults.',
+  rules: '`backoff.capMs` ≥ `backoff.baseMs`, `breaker.maxOpenMs` ≥ `breaker.openMs`',
+});
+const DEPENDENCY = policyRoutes({
+  name: 'DependencyPolicy',
+  what: 'a dependency\u2019s policy',
+  schema: 'DependencyPolicyDto',
+  description:
+    'The dependency\u2019s own policy document, overlaid on the namespace default (omitted fields take its ' +
+    'values). The policy in effect is in GET /v1/{ns}/deps/{dep}.',
+  rules: '`backoff.capMs` ≥ `backoff.baseMs`, `breaker.maxOpenMs` ≥ `breaker.openMs`',
+  newDependency: true,
+});
+const LIMIT = policyRoutes({
+  name: 'LimitPolicy',
+  what: 'a named limit',
+  schema: 'NamedLimitPolicyDto',
+  description:
+    'A named rate limit (POST /v1/{ns}/limits/{limit}/take): `rate` per `periodMs`, up to `burst` at once, per ' +
+    'key; `mode: shadow` counts denials without enforcing them. A limit without a document is undefined.',
+});
+const QUEUE = policyRoutes({
+  name: 'QueuePolicy',
+  what: 'a queue\u2019s policy',
+  schema: 'QueuePolicyDto',
+  description:
+    'A queue\u2019s delivery policy: `maxAttempts` before a message is dead-lettered (every delivery counts, the ' +
+    'first included) and the `backoff` between deliveries. Omitted fields take the defaults.',
+  rules: '`backoff.capMs` ≥ `backoff.baseMs`',
+});
 
 /**
  * Policy documents: a namespace's default, and one per dependency, named limit or queue.
@@ -18,17 +58,20 @@ import { PolicyChangeQuery } from './policies.dto';
  * take `?reason=` for the audit log.
  */
 @AdminOnly()
+@ApiTags(TAGS.policiesAdmin.name)
 @UseInterceptors(PolicyDocumentInterceptor)
 @Controller('admin/v1/:ns/policies')
 export class PoliciesController {
   constructor(private readonly policies: PolicyAdminService) {}
 
   @Get('default')
+  @DEFAULT.read
   readDefault(@Param() params: NamespaceParams): Promise<VersionedPolicy> {
     return this.policies.read(defaultOf(params));
   }
 
   @Put('default')
+  @DEFAULT.put
   putDefault(
     @Param() params: NamespaceParams,
     @Body() policy: DependencyPolicyDto,
@@ -41,6 +84,7 @@ export class PoliciesController {
 
   @Delete('default')
   @HttpCode(204)
+  @DEFAULT.remove
   deleteDefault(
     @Param() params: NamespaceParams,
     @Query() query: PolicyChangeQuery,
@@ -51,11 +95,13 @@ export class PoliciesController {
   }
 
   @Get('deps/:dep')
+  @DEPENDENCY.read
   readDependency(@Param() params: DependencyParams): Promise<VersionedPolicy> {
     return this.policies.read(dependencyOf(params));
   }
 
   @Put('deps/:dep')
+  @DEPENDENCY.put
   putDependency(
     @Param() params: DependencyParams,
     @Body() policy: DependencyPolicyDto,
@@ -68,6 +114,7 @@ export class PoliciesController {
 
   @Delete('deps/:dep')
   @HttpCode(204)
+  @DEPENDENCY.remove
   deleteDependency(
     @Param() params: DependencyParams,
     @Query() query: PolicyChangeQuery,
@@ -78,11 +125,13 @@ export class PoliciesController {
   }
 
   @Get('limits/:limit')
+  @LIMIT.read
   readLimit(@Param() params: LimitParams): Promise<VersionedPolicy> {
     return this.policies.read(limitOf(params));
   }
 
   @Put('limits/:limit')
+  @LIMIT.put
   putLimit(
     @Param() params: LimitParams,
     @Body() policy: NamedLimitPolicyDto,
@@ -95,6 +144,7 @@ export class PoliciesController {
 
   @Delete('limits/:limit')
   @HttpCode(204)
+  @LIMIT.remove
   deleteLimit(
     @Param() params: LimitParams,
     @Query() query: PolicyChangeQuery,
@@ -105,11 +155,13 @@ export class PoliciesController {
   }
 
   @Get('queues/:queue')
+  @QUEUE.read
   readQueue(@Param() params: QueueParams): Promise<VersionedPolicy> {
     return this.policies.read(queueOf(params));
   }
 
   @Put('queues/:queue')
+  @QUEUE.put
   putQueue(
     @Param() params: QueueParams,
     @Body() policy: QueuePolicyDto,
@@ -122,6 +174,7 @@ export class PoliciesController {
 
   @Delete('queues/:queue')
   @HttpCode(204)
+  @QUEUE.remove
   deleteQueue(
     @Param() params: QueueParams,
     @Query() query: PolicyChangeQuery,

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AuditEntry, Store } from '@sluice/store';
 import type { Principal } from '../auth/token-registry';
+import { ApiError } from '../common/api-error';
 import { MetricsService } from '../metrics/metrics.service';
 import { STORE } from '../store/store.provider';
 
@@ -31,7 +32,14 @@ export class AuditService {
     this.metrics.adminActions.inc({ action: action.action });
   }
 
-  read(query: { namespace?: string; limit: number }): Promise<AuditEntry[]> {
+  /**
+   * The log as `principal` may see it: one of its namespaces (the guard checked `namespace`), or
+   * every namespace only for a token that covers them all.
+   */
+  readAs(principal: Principal, query: { namespace?: string; limit: number }): Promise<AuditEntry[]> {
+    if (query.namespace === undefined && !principal.namespaces.includes('*')) {
+      throw new ApiError(403, 'forbidden', 'this token may read the audit log of its own namespaces only: pass ?ns=');
+    }
     return this.store.readAudit(query);
   }
 }

@@ -15,6 +15,7 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
+import { JSONSchema } from 'class-validator-jsonschema';
 import {
   RESOURCE_NAME_PATTERN,
   type DependencyReport,
@@ -34,6 +35,7 @@ export class LatencyHistogramDto implements LatencyHistogram {
   @IsInt({ each: true })
   @Min(1, { each: true })
   @Max(3_600_000, { each: true })
+  @JSONSchema({ description: 'Upper bounds of the buckets, ms, strictly increasing.' })
   boundsMs!: number[];
 
   @IsArray()
@@ -42,15 +44,18 @@ export class LatencyHistogramDto implements LatencyHistogram {
   @IsInt({ each: true })
   @Min(0, { each: true })
   @Max(MAX_COUNT, { each: true })
+  @JSONSchema({ description: 'Samples per bucket: one more entry than `boundsMs`, the last for the overflow.' })
   counts!: number[];
 }
 
 export class ProbeOutcomeDto implements ProbeOutcome {
   @IsString()
   @MaxLength(128)
+  @JSONSchema({ description: 'The `probe.token` POST …/admit handed out.' })
   token!: string;
 
   @IsBoolean()
+  @JSONSchema({ description: 'Whether the probe call succeeded.' })
   success!: boolean;
 }
 
@@ -61,27 +66,32 @@ export class DependencyReportDto implements DependencyReport {
   @IsInt()
   @Min(0)
   @Max(MAX_COUNT)
+  @JSONSchema({ description: 'First attempts made (the retry budget\u2019s deposits).' })
   requests!: number;
 
   @IsInt()
   @Min(0)
   @Max(MAX_COUNT)
+  @JSONSchema({ description: 'Attempts (first ones and retries) that succeeded.' })
   successes!: number;
 
   @IsInt()
   @Min(0)
   @Max(MAX_COUNT)
+  @JSONSchema({ description: 'Attempts that failed.' })
   failures!: number;
 
   @IsInt()
   @Min(0)
   @Max(MAX_COUNT)
+  @JSONSchema({ description: 'Attempts slower than the policy\u2019s `slowCallMs` (at most successes + failures).' })
   slow!: number;
 
   @IsOptional()
   @IsObject()
   @ValidateNested()
   @Type(() => LatencyHistogramDto)
+  @JSONSchema({ description: 'Latency of the attempts, as a histogram.' })
   latency?: LatencyHistogramDto;
 
   @IsOptional()
@@ -89,12 +99,16 @@ export class DependencyReportDto implements DependencyReport {
   @ArrayMaxSize(100)
   @ValidateNested({ each: true })
   @Type(() => ProbeOutcomeDto)
+  @JSONSchema({ description: 'The outcome of each half-open probe this reporter made.' })
   probes?: ProbeOutcomeDto[];
 }
 
 export class ReportRequestDto implements ReportRequest {
   @IsString()
   @Matches(/^[A-Za-z0-9._:-]{1,128}$/, { message: 'must be 1-128 of A-Z a-z 0-9 . _ : -' })
+  @JSONSchema({
+    description: 'Who reports: one client instance (e.g. a pod name). Breakers count distinct reporters.',
+  })
   reporter!: string;
 
   @IsArray()

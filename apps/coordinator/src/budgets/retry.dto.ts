@@ -1,4 +1,5 @@
 import { IsBoolean, IsIn, IsInt, IsOptional, Max, Min } from 'class-validator';
+import { JSONSchema } from 'class-validator-jsonschema';
 import type { FailureKind, RetryRequest } from '@sluice/protocol';
 
 export class RetryRequestDto implements RetryRequest {
@@ -6,31 +7,37 @@ export class RetryRequestDto implements RetryRequest {
   @IsInt()
   @Min(1)
   @Max(100)
+  @JSONSchema({ description: 'Which retry this is: 1 is the first retry (the second attempt).' })
   attempt!: number;
 
   @IsOptional()
   @IsBoolean()
+  @JSONSchema({ description: 'The operation is idempotent or carries an idempotency key.', default: false })
   idempotent?: boolean;
 
   @IsOptional()
   @IsInt()
   @Min(0)
   @Max(86_400_000)
+  @JSONSchema({ description: 'The caller\u2019s remaining deadline, ms.' })
   deadlineMs?: number;
 
   @IsOptional()
   @IsInt()
   @Min(100)
   @Max(599)
+  @JSONSchema({ description: 'The HTTP status of the failed attempt (or `error` for a failure without one).' })
   status?: number;
 
   @IsOptional()
   @IsIn(['timeout', 'connection', 'other'])
+  @JSONSchema({ description: 'What failed, when there was no status.' })
   error?: FailureKind;
 
   @IsOptional()
   @IsInt()
   @Min(0)
   @Max(86_400_000)
+  @JSONSchema({ description: 'The dependency\u2019s `Retry-After`, in ms: the delay is never shorter.' })
   retryAfterMs?: number;
 }

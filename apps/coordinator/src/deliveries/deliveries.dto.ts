@@ -1,8 +1,10 @@
 import 'reflect-metadata';
 import { Type } from 'class-transformer';
 import { Allow, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { JSONSchema } from 'class-validator-jsonschema';
 import { IDEMPOTENCY_KEY_PATTERN, type DeliveryAckRequest, type DeliveryAttemptRequest } from '@sluice/protocol';
 import { QueueParams } from '../common/params.dto';
+import { MAX_PAYLOAD_BYTES } from './delivery-limits';
 
 const MESSAGE_ID_MESSAGE = `must match ${IDEMPOTENCY_KEY_PATTERN.source}`;
 export const MAX_ERROR_LENGTH = 4096;
@@ -11,27 +13,36 @@ export const MAX_PAGE_SIZE = 1000;
 /** A dead letter's id is its message id. */
 export class DeadLetterParams extends QueueParams {
   @Matches(IDEMPOTENCY_KEY_PATTERN, { message: MESSAGE_ID_MESSAGE })
+  @JSONSchema({ description: 'The dead letter\u2019s id: its message id.' })
   id!: string;
 }
 
 export class DeliveryAttemptDto implements DeliveryAttemptRequest {
   @IsString()
   @Matches(IDEMPOTENCY_KEY_PATTERN, { message: MESSAGE_ID_MESSAGE })
+  @JSONSchema({ description: 'The message, as the queue identifies it.' })
   messageId!: string;
 
   @IsOptional()
   @IsString()
   @MaxLength(MAX_ERROR_LENGTH)
+  @JSONSchema({ description: 'Why this attempt failed; kept with the dead letter.' })
   error?: string;
 
   /** Any JSON value; its size is checked by the service. */
   @Allow()
+  @IsOptional()
+  @JSONSchema({
+    description: `The message (any JSON value, at most ${MAX_PAYLOAD_BYTES / 1024} KiB as JSON), kept with the dead letter.`,
+    nullable: true,
+  })
   payload?: unknown;
 }
 
 export class DeliveryAckDto implements DeliveryAckRequest {
   @IsString()
   @Matches(IDEMPOTENCY_KEY_PATTERN, { message: MESSAGE_ID_MESSAGE })
+  @JSONSchema({ description: 'The message handled.' })
   messageId!: string;
 }
 
@@ -41,10 +52,12 @@ export class DeadLetterPageQuery {
   @IsInt()
   @Min(1)
   @Max(MAX_PAGE_SIZE)
+  @JSONSchema({ description: 'Page size.', default: 100 })
   limit?: number;
 
   /** The `next` of the previous page. */
   @IsOptional()
   @Matches(/^\d{1,15}$/, { message: 'must be the next cursor of a previous page' })
+  @JSONSchema({ description: 'The `next` of the previous page; absent: the first page.' })
   cursor?: string;
 }

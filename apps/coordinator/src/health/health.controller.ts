@@ -1,10 +1,14 @@
 import { Controller, Get, HttpCode, Inject, Res } from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import type { Store } from '@sluice/store';
 import { Public } from '../auth/access.decorators';
+import { PublicRoute } from '../openapi/routes';
+import { TAGS } from '../openapi/tags';
 import { STORE } from '../store/store.provider';
 
 @Public()
+@ApiTags(TAGS.operations.name)
 @Controller('health')
 export class HealthController {
   constructor(@Inject(STORE) private readonly store: Store) {}
@@ -12,12 +16,27 @@ export class HealthController {
   /** The process is up. */
   @Get('live')
   @HttpCode(200)
+  @PublicRoute({
+    operationId: 'live',
+    summary: 'Liveness probe',
+    description: 'The process is up. It does not touch the store.',
+    responses: [{ status: 200, description: 'Up.', schema: 'Health' }],
+  })
   live(): { status: 'ok' } {
     return { status: 'ok' };
   }
 
   /** The store answers; 503 while it does not. */
   @Get('ready')
+  @PublicRoute({
+    operationId: 'ready',
+    summary: 'Readiness probe',
+    description: 'The store answers a ping.',
+    responses: [
+      { status: 200, description: 'Ready.', schema: 'Readiness' },
+      { status: 503, description: 'The store does not answer (`status: unavailable`).', schema: 'Readiness' },
+    ],
+  })
   async ready(@Res({ passthrough: true }) reply: FastifyReply): Promise<{ status: string; store: string }> {
     try {
       await this.store.ping();

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsObject, IsOptional, IsString, Matches, Max, Min, ValidateNested } from 'class-validator';
+import { JSONSchema } from 'class-validator-jsonschema';
 import {
   IDEMPOTENCY_KEY_PATTERN,
   type BodyEncoding,
@@ -18,6 +19,7 @@ export const DEFAULT_LEASE_MS = 30_000;
 
 export class IdempotencyParams extends NamespaceParams {
   @Matches(IDEMPOTENCY_KEY_PATTERN, { message: `must match ${IDEMPOTENCY_KEY_PATTERN.source}` })
+  @JSONSchema({ description: 'The idempotency key (e.g. the `Idempotency-Key` header of the request).' })
   key!: string;
 }
 
@@ -25,18 +27,31 @@ export class ClaimRequestDto implements IdempotencyClaimRequest {
   /** Printable ASCII, e.g. `sha256:<base64url>`. */
   @IsString()
   @Matches(/^[\x21-\x7e]{1,256}$/, { message: 'must be 1-256 printable ASCII characters' })
+  @JSONSchema({
+    description:
+      'What identifies the request (e.g. `sha256:` and a digest of method, path, body and caller): a claim of ' +
+      'the same key with another fingerprint is a 422.',
+  })
   fingerprint!: string;
 
   @IsOptional()
   @IsInt()
   @Min(100)
   @Max(3_600_000)
+  @JSONSchema({
+    description: 'How long the claim holds the key before another request may take it over.',
+    default: DEFAULT_LEASE_MS,
+  })
   leaseMs?: number;
 
   @IsOptional()
   @IsInt()
   @Min(1)
   @Max(MAX_IDEMPOTENCY_RETENTION_SECONDS)
+  @JSONSchema({
+    description:
+      'How long the key is kept: the namespace\u2019s idempotency retention by default, at most its maximum.',
+  })
   retentionSeconds?: number;
 }
 
@@ -48,29 +63,38 @@ export class StoredResponseDto implements StoredResponse {
 
   /** Checked entry by entry in stored-response.ts. */
   @IsObject()
+  @JSONSchema({
+    description: 'Header names as sent; a header sent several times (set-cookie) is an array. At most 100.',
+    additionalProperties: { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
+  })
   headers!: Record<string, string | string[]>;
 
   @IsString()
+  @JSONSchema({ description: 'The body: the text itself (`utf8`) or its bytes in base64 (`base64`).' })
   body!: string;
 
   @IsOptional()
   @IsIn(['utf8', 'base64'])
+  @JSONSchema({ default: 'utf8' })
   bodyEncoding: BodyEncoding = 'utf8';
 }
 
 export class CompleteRequestDto implements IdempotencyCompleteRequest {
   @IsString()
   @Matches(TOKEN_PATTERN, { message: TOKEN_MESSAGE })
+  @JSONSchema({ description: 'The claim\u2019s fencing token.' })
   token!: string;
 
   @IsObject()
   @ValidateNested()
   @Type(() => StoredResponseDto)
+  @JSONSchema({ description: 'The response to replay to every later claim of the key.' })
   response!: StoredResponseDto;
 }
 
 export class ReleaseQueryDto {
   @IsString()
   @Matches(TOKEN_PATTERN, { message: TOKEN_MESSAGE })
+  @JSONSchema({ description: 'The claim\u2019s fencing token.' })
   token!: string;
 }

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsNumber, IsObject, IsOptional, Max, Min, ValidateIf, ValidateNested } from 'class-validator';
+import { JSONSchema } from 'class-validator-jsonschema';
 import type {
   BackoffPolicy,
   BreakerPolicy,
@@ -190,12 +191,17 @@ export class DependencyPolicyDto implements DependencyPolicyOverride {
   @IsObject()
   @ValidateNested()
   @Type(() => RateLimitPolicyDto)
+  @JSONSchema({ description: 'A per-dependency rate limit checked by POST …/admit; null: none.', nullable: true })
   rateLimit?: RateLimitPolicyDto | null;
 
   @ValidateIf((policy: DependencyPolicyDto) => policy.concurrency !== undefined && policy.concurrency !== null)
   @IsObject()
   @ValidateNested()
   @Type(() => ConcurrencyPolicyDto)
+  @JSONSchema({
+    description: 'A fleet-wide concurrency limit enforced with leases by POST …/admit; null: none.',
+    nullable: true,
+  })
   concurrency?: ConcurrencyPolicyDto | null;
 }
 

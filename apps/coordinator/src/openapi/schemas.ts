@@ -1,0 +1,431 @@
+import type { SchemaObject } from '@nestjs/swagger';
+import {
+  ADMIT_REASONS,
+  RETRY_REASONS,
+  type AdmitDecision,
+  type BackoffPolicy,
+  type BreakerDetail,
+  type BreakerPolicy,
+  type BreakerState,
+  type BreakerSummary,
+  type BudgetView,
+  type ConcurrencyPolicy,
+  type DeadLetter,
+  type DeadLetterPage,
+  type DeliveryAttemptResponse,
+  type DependencyPolicy,
+  type DependencyView,
+  type ErrorBody,
+  type ErrorCode,
+  type ErrorDetail,
+  type IdempotencyClaimed,
+  type IdempotencyCompleted,
+  type IdempotencyInFlightBody,
+  type IdempotencyKeyView,
+  type IdempotencyState,
+  type JitterKind,
+  type LatencySummary,
+  type PolicyMode,
+  type RateLimitPolicy,
+  type ReportResponse,
+  type RetryBudgetPolicy,
+  type RetryDecision,
+  type StoredResponse,
+  type TakeDecision,
+} from '@sluice/protocol';
+import type { AuditEntry, Store } from '@sluice/store';
+import type { BreakerItem, BudgetItem } from '../admin/breakers-admin.service';
+import {
+  boolean,
+  enumOf,
+  instant,
+  integer,
+  nullableInstant,
+  nullableRef,
+  number,
+  objectSchema,
+  optional,
+  ref,
+  string,
+} from './schema-helpers';
+
+/**
+ * Response bodies, which are TypeScript interfaces in libs/protocol (no runtime metadata), as
+ * OpenAPI schemas. `objectSchema<T>` makes the compiler check each one against its interface:
+ * a property added, removed or made optional there fails the typecheck here.
+ */
+
+const BREAKER_STATES = enumOf<BreakerState>()(['closed', 'open', 'half_open', 'forced_open', 'forced_closed']);
+const ERROR_CODES = enumOf<ErrorCode>()([
+  'validation_failed',
+  'unauthorized',
+  'forbidden',
+  'not_found',
+  'payload_too_large',
+  'fingerprint_mismatch',
+  'in_flight',
+  'lease_lost',
+  'precondition_failed',
+  'too_many_dependencies',
+  'store_unavailable',
+  'internal_error',
+]);
+
+const breakerState = (description: string): SchemaObject => string(description, { enum: BREAKER_STATES });
+
+const ErrorDetailSchema = objectSchema<ErrorDetail>({
+  field: string(
+    'What is at fault: a body field as a dotted path (`attempt`, `deps.0.latency.counts`, ' +
+      '`response.headers.set-cookie`), a path or query parameter (`ns`, `limit`), a header (`if-match`, ' +
+      '`content-type`), or `body` for the body as a whole.',
+  ),
+  message: string('What is wrong with it.'),
+});
+
+const ErrorBodySchema = objectSchema<ErrorBody>(
+  {
+    statusCode: integer('The HTTP status, repeated.'),
+    code: string('Machine-readable error code.', { enum: ERROR_CODES }),
+    message: string('Human-readable summary.'),
+    details: optional({
+      type: 'array',
+      items: ref('ErrorDetail'),
+      description: 'One entry per problem found (validation_failed names every field at fault).',
+    }),
+  },
+  { description: 'The body of every 4xx and 5xx answer. Extra fields may be added for some codes.' },
+);
+
+const InFlightBodySchema = objectSchema<IdempotencyInFlightBody>(
+  {
+    statusCode: integer('409.', { enum: [409] }),
+    code: string('`in_flight`.', { enum: ['in_flight'] }),
+    message: string('Human-readable summary.'),
+    state: string('`in_flight`.', { enum: ['in_flight'] }),
+    retryAfterMs: integer('When to claim again, ms (also sent as `Retry-After`, in whole seconds).'),
+  },
+  { description: 'A 409 answer to a claim: another request holds the key and has not finished.' },
+);
+
+const BreakerSummarySchema = objectSchema<BreakerSummary>({ state: breakerState('The breaker state.') });
+
+const BudgetViewSchema = objectSchema<BudgetView>(
+  {
+    retries: integer('Retries granted in the window.'),
+    requests: integer('First attempts reported in the window (the deposits).'),
+    limit: integer('floor(ratio × requests + minRetriesPerSecond × windowSeconds).'),
+    windowSeconds: integer('The budget window.'),
+  },
+  { description: 'The retry budget of a dependency, fleet-wide.' },
+);
+
+const RetryDecisionSchema = objectSchema<RetryDecision>({
+  allow: boolean('Whether to retry. In shadow mode true unless the reason is not_retriable or not_idempotent.'),
+  reason: string(
+    'What enforcement decided (in shadow mode: what it would have decided). Also the `result` label of ' +
+      '`sluice_retry_decisions_total`.',
+    { enum: [...RETRY_REASONS] },
+  ),
+  delayMs: integer('The backoff to wait before the retry: policy backoff with jitter, never below `retryAfterMs`.'),
+  budget: { allOf: [ref('BudgetView')], description: 'The budget after this decision.' },
+  breaker: ref('BreakerSummary'),
+  shadow: boolean('True when the policy is in shadow mode and this decision was not enforced.'),
+});
+
+const ProbeTokenSchema: SchemaObject = objectSchema<NonNullable<AdmitDecision['probe']>>(
+  {
+    token: string('Report the outcome of this call with this token (`probes` in POST /v1/{ns}/reports).'),
+    expiresAt: instant('When the probe lease runs out and another caller may probe'),
+  },
+  { description: 'Present when this call is the half-open breaker\u2019s probe.' },
+);
+
+const LeaseSchema: SchemaObject = objectSchema<NonNullable<AdmitDecision['lease']>>(
+  {
+    id: string(
+      'The concurrency lease id (a UUID): release it with DELETE …/leases/{id} when the call ends, or renew ' +
+        'it with POST …/leases/{id}/renew while it runs.',
+    ),
+    expiresAt: instant('When the lease lapses by itself unless renewed'),
+  },
+  { description: 'Present when the policy has a concurrency limit and the call was admitted.' },
+);
+
+const AdmitDecisionSchema = objectSchema<AdmitDecision>({
+  allow: boolean('Whether to make the call (in shadow mode always true).'),
+  reason: string('What enforcement decided (in shadow mode: what it would have decided).', {
+    enum: [...ADMIT_REASONS],
+  }),
+  retryAfterMs: integer(
+    'When a refused call may try again, ms (0 when granted). For a breaker forced open until reset, the ' +
+      'policy\u2019s openMs.',
+  ),
+  breaker: ref('BreakerSummary'),
+  probe: optional(ProbeTokenSchema),
+  lease: optional(LeaseSchema),
+  shadow: boolean('True when the policy is in shadow mode.'),
+});
+
+const ReportResponseSchema = objectSchema<ReportResponse>({
+  deps: {
+    type: 'object',
+    description: 'Each reported dependency, by name, with its breaker state after the report.',
+    additionalProperties: objectSchema<ReportResponse['deps'][string]>({ breaker: ref('BreakerSummary') }),
+  },
+});
+
+const BreakerDetailSchema = objectSchema<BreakerDetail>({
+  state: breakerState('The breaker state.'),
+  since: nullableInstant('Since when it is in this state'),
+  openUntil: nullableInstant('While open: when it turns half-open'),
+  failureRate: number('Failed share of the calls in the window, 0–1.'),
+  slowRate: number('Slow share of the calls in the window, 0–1.'),
+  calls: integer('Calls reported in the window.'),
+});
+
+const LatencySummarySchema = objectSchema<LatencySummary>(
+  {
+    p50: number('Median, ms; null without samples.', { nullable: true }),
+    p95: number('95th percentile, ms; null without samples.', { nullable: true }),
+    p99: number('99th percentile, ms; null without samples.', { nullable: true }),
+    count: integer('Samples in the window.'),
+  },
+  { description: 'Latency reported by the whole fleet over the breaker window.' },
+);
+
+const POLICY_MODES = enumOf<PolicyMode>()(['enforce', 'shadow']);
+const JITTER_KINDS = enumOf<JitterKind>()(['full', 'decorrelated', 'none']);
+
+const RetryBudgetPolicySchema = objectSchema<RetryBudgetPolicy>({
+  ratio: number(),
+  minRetriesPerSecond: number(),
+  windowSeconds: integer(),
+  maxAttempts: integer('Every attempt counts, the first included.'),
+});
+
+const BackoffPolicySchema = objectSchema<BackoffPolicy>({
+  baseMs: integer(),
+  capMs: integer(),
+  jitter: string(undefined, { enum: JITTER_KINDS }),
+});
+
+const BreakerPolicySchema = objectSchema<BreakerPolicy>({
+  failureRateThreshold: number(),
+  slowCallRateThreshold: number(),
+  slowCallMs: integer(),
+  minimumCalls: integer(),
+  windowSeconds: integer(),
+  openMs: integer(),
+  maxOpenMs: integer(),
+  halfOpenProbes: integer(),
+  closeAfterSuccesses: integer(),
+  probeLeaseMs: integer(),
+  minReporters: integer('Distinct reporters that must have reported failures in the window before the breaker opens.'),
+});
+
+const RateLimitPolicySchema = objectSchema<RateLimitPolicy>({ rate: integer(), periodMs: integer(), burst: integer() });
+const ConcurrencyPolicySchema = objectSchema<ConcurrencyPolicy>({ limit: integer(), leaseMs: integer() });
+
+const DependencyPolicySchema = objectSchema<DependencyPolicy>(
+  {
+    mode: string(undefined, { enum: POLICY_MODES }),
+    retryBudget: ref('RetryBudgetPolicy'),
+    backoff: ref('BackoffPolicy'),
+    breaker: ref('BreakerPolicy'),
+    rateLimit: nullableRef('RateLimitPolicy', 'Null: no rate limit.'),
+    concurrency: nullableRef('ConcurrencyPolicy', 'Null: no concurrency limit.'),
+  },
+  {
+    description:
+      'The policy in effect for a dependency: the built-in defaults overlaid with the policies file, the ' +
+      'namespace default and the dependency\u2019s own document. Every field is present.',
+  },
+);
+
+const DependencyViewSchema = objectSchema<DependencyView>({
+  namespace: string(),
+  dependency: string(),
+  breaker: ref('BreakerDetail'),
+  budget: ref('BudgetView'),
+  latency: ref('LatencySummary'),
+  policy: ref('DependencyPolicy'),
+});
+
+const TakeDecisionSchema = objectSchema<TakeDecision>({
+  allow: boolean('Whether the take was granted (in shadow mode always true).'),
+  limit: integer('The burst (also `RateLimit-Limit`).'),
+  remaining: integer('What is left of the burst after this take (also `RateLimit-Remaining`).'),
+  retryAfterMs: integer('When a denied take would be granted, ms; 0 when allowed.'),
+  resetMs: integer('Until the limit is back to a full burst, ms (`RateLimit-Reset` is this in whole seconds).'),
+  shadow: boolean('True when the named limit is in shadow mode: denials are counted, not enforced.'),
+});
+
+const StoredResponseSchema = objectSchema<StoredResponse>(
+  {
+    status: integer('The stored status.', { minimum: 100, maximum: 599 }),
+    headers: {
+      type: 'object',
+      description: 'Header names as sent; a header sent several times (set-cookie) is an array.',
+      additionalProperties: { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
+    },
+    body: string('The body: the text itself (`utf8`) or its bytes in base64 (`base64`).'),
+    bodyEncoding: string(undefined, { enum: ['utf8', 'base64'] }),
+  },
+  { description: 'A response as stored and replayed, byte for byte.' },
+);
+
+const IdempotencyClaimedSchema = objectSchema<IdempotencyClaimed>({
+  state: string(undefined, { enum: ['claimed'] }),
+  token: string('Fencing token: only it completes (PUT) or releases (DELETE) the key.'),
+  recovered: boolean('True when an expired in-flight lease was taken over: the earlier attempt may have partly run.'),
+  leaseExpiresAt: instant('When this claim\u2019s lease runs out and another request may take the key over'),
+});
+
+const IdempotencyCompletedSchema = objectSchema<IdempotencyCompleted>({
+  state: string(undefined, { enum: ['completed'] }),
+  response: ref('StoredResponse'),
+});
+
+const IDEMPOTENCY_STATES = enumOf<IdempotencyState>()(['in_flight', 'completed']);
+
+const IdempotencyKeyViewSchema = objectSchema<IdempotencyKeyView>({
+  state: string(undefined, { enum: IDEMPOTENCY_STATES }),
+  createdAt: instant('When the key was first claimed'),
+  expiresAt: instant('When the key is forgotten and becomes new again'),
+  leaseExpiresAt: optional(instant('While in flight: when the holder\u2019s lease runs out')),
+  completedAt: optional(instant('When the response was stored')),
+});
+
+const DeliveryAttemptResponseSchema = objectSchema<DeliveryAttemptResponse>({
+  attempt: integer('The number of this failed attempt (1 = the first delivery).'),
+  maxAttempts: integer('The queue policy\u2019s maxAttempts.'),
+  deadLetter: boolean('True when the message is now parked in the dead-letter store: do not deliver it again.'),
+  delayMs: integer('The backoff before the next delivery; 0 once dead-lettered.'),
+});
+
+const DeadLetterSchema = objectSchema<DeadLetter>({
+  id: string('The dead letter\u2019s id: its message id (a message has at most one per queue).'),
+  messageId: string(),
+  payload: {
+    description: 'The payload recorded with the last attempt (any JSON value); null if none was sent.',
+    nullable: true,
+  },
+  error: string('The last attempt\u2019s error; null if none was sent.', { nullable: true }),
+  attempts: integer('Failed attempts recorded.'),
+  deadLetteredAt: instant('When the message was parked'),
+  firstAttemptAt: instant('When its first failed attempt was recorded'),
+});
+
+const DeadLetterPageSchema = objectSchema<DeadLetterPage>({
+  items: { type: 'array', items: ref('DeadLetter'), description: 'Oldest first.' },
+  next: string('The `cursor` of the next page; null on the last page.', { nullable: true }),
+});
+
+const BreakerItemSchema = objectSchema<BreakerItem>({
+  dependency: string(),
+  state: breakerState('The breaker state.'),
+  since: nullableInstant('Since when it is in this state'),
+  openUntil: nullableInstant(
+    'When an open breaker turns half-open, or a forced state with a duration ends; null otherwise',
+  ),
+  reason: string('The operator\u2019s reason for a forced state; null otherwise.', { nullable: true }),
+});
+
+const BudgetItemSchema = objectSchema<BudgetItem>({
+  dependency: string(),
+  retries: integer('Retries granted in the window.'),
+  requests: integer('First attempts reported in the window.'),
+  limit: integer('The budget\u2019s limit.'),
+  exhausted: boolean('retries ≥ limit: retries are being denied budget_exhausted.'),
+});
+
+const AuditEntrySchema = objectSchema<AuditEntry>({
+  at: instant('When it was recorded'),
+  actor: string('The token id (`anonymous` when authentication is off).'),
+  action: string(
+    'What was done: breaker.trip, breaker.force_close, breaker.reset, policy.put, policy.delete, ' +
+      'dead_letter.redrive, dead_letter.purge.',
+  ),
+  namespace: string(),
+  target: string('The dependency, the policy document (`default`, `deps/{dep}`, …) or `{queue}/{id}`.'),
+  reason: string('The reason given (`reason` or `?reason=`); null if none.', { nullable: true }),
+});
+
+const itemsOf = (name: string, description?: string): SchemaObject => ({
+  type: 'object',
+  properties: { items: { type: 'array', items: ref(name), ...(description ? { description } : {}) } },
+  required: ['items'],
+});
+
+/** Server-Sent Events `data` of GET /v1/{ns}/events, for SDK generators (SSE has no OpenAPI 3.0 form). */
+const BreakerEventSchema = objectSchema<{
+  dep: string;
+  state: BreakerState;
+  since: number | null;
+  openUntil: number | null;
+}>(
+  {
+    dep: string(),
+    state: breakerState('The new state.'),
+    since: nullableInstant('Since when'),
+    openUntil: nullableInstant('While open: when it turns half-open'),
+  },
+  { description: 'The data of an `event: breaker` message.' },
+);
+
+const PolicyEventSchema = objectSchema<{ dep: string | null }>(
+  {
+    dep: string('The dependency whose document changed; null when the namespace default changed.', {
+      nullable: true,
+    }),
+  },
+  { description: 'The data of an `event: policy` message: read GET /v1/{ns}/deps/{dep} again for the new policy.' },
+);
+
+const HealthSchema = objectSchema<{ status: 'ok' }>({ status: string(undefined, { enum: ['ok'] }) });
+const ReadinessSchema = objectSchema<{ status: string; store: Store['kind'] }>({
+  status: string('`ok`, or `unavailable` while the store does not answer.', { enum: ['ok', 'unavailable'] }),
+  store: string('The store: `memory` (embedded, single process) or `redis` (a server or a Cluster).', {
+    enum: enumOf<Store['kind']>()(['memory', 'redis']),
+  }),
+});
+
+/** Every response schema, by component name. */
+export const RESPONSE_SCHEMAS = {
+  ErrorDetail: ErrorDetailSchema,
+  ErrorBody: ErrorBodySchema,
+  InFlightBody: InFlightBodySchema,
+  BreakerSummary: BreakerSummarySchema,
+  BudgetView: BudgetViewSchema,
+  RetryDecision: RetryDecisionSchema,
+  AdmitDecision: AdmitDecisionSchema,
+  ReportResponse: ReportResponseSchema,
+  BreakerDetail: BreakerDetailSchema,
+  LatencySummary: LatencySummarySchema,
+  RetryBudgetPolicy: RetryBudgetPolicySchema,
+  BackoffPolicy: BackoffPolicySchema,
+  BreakerPolicy: BreakerPolicySchema,
+  RateLimitPolicy: RateLimitPolicySchema,
+  ConcurrencyPolicy: ConcurrencyPolicySchema,
+  DependencyPolicy: DependencyPolicySchema,
+  DependencyView: DependencyViewSchema,
+  LeaseRenewal: objectSchema<{ expiresAt: number }>({ expiresAt: instant('When the renewed lease lapses') }),
+  TakeDecision: TakeDecisionSchema,
+  StoredResponse: StoredResponseSchema,
+  IdempotencyClaimed: IdempotencyClaimedSchema,
+  IdempotencyCompleted: IdempotencyCompletedSchema,
+  IdempotencyKeyView: IdempotencyKeyViewSchema,
+  DeliveryAttemptResponse: DeliveryAttemptResponseSchema,
+  DeadLetter: DeadLetterSchema,
+  DeadLetterPage: DeadLetterPageSchema,
+  BreakerItem: BreakerItemSchema,
+  BreakerList: itemsOf('BreakerItem'),
+  BudgetItem: BudgetItemSchema,
+  BudgetList: itemsOf('BudgetItem'),
+  AuditEntry: AuditEntrySchema,
+  AuditLog: itemsOf('AuditEntry', 'The latest entries, oldest first.'),
+  BreakerEvent: BreakerEventSchema,
+  PolicyEvent: PolicyEventSchema,
+  Health: HealthSchema,
+  Readiness: ReadinessSchema,
+} satisfies Record<string, SchemaObject>;

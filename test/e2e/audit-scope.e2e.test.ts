@@ -1,0 +1,43 @@
+import request from 'supertest';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { TokenDefinition } from '../../apps/coordinator/src/config/tokens';
+import { ADMIN_TOKEN, bearer, createTestCoordinator } from '../support/coordinator';
+
+/** An operator of the shop namespace only. */
+const SHOP_ADMIN: TokenDefinition = {
+  id: 'shop-ops',
+  secret: 'shop-admin-secret-0123',
+  role: 'admin',
+  namespaces: ['shop'],
+};
+
+describe('the audit log is scoped to the namespaces a token covers', () => {
+  let app: NestFastifyApplication;
+  beforeAll(async () => {
+    app = await createTestCoordinator({ tokens: [ADMIN_TOKEN, SHOP_ADMIN] });
+    const server = app.getHttpServer();
+    for (const ns of ['shop', 'billing']) {
+      await request(server)
+        .post(`/admin/v1/${ns}/breakers/pay/trip`)
+        .set(bearer(ADMIN_TOKEN))
+        .send({ reason: `drill in ${ns}` })
+        .expect(200);
+    }
+  });
+  afterAll(() => app.close());
+
+  it('lets a namespace admin read its own namespace, and nothing wider', async () => {
+    const server = app.getHttpServer();
+    const own = await request(server).get('/admin/v1/audit?ns=shop').set(bearer(SHOP_ADMIN)).expect(200);
+    expect(own.body.items.map((entry: { namespace: string }) => entry.namespace)).toEqual(['shop']);
+    const other = await request(server).get('/admin/v1/audit?ns=billing').set(bearer(SHOP_ADMIN)).expect(403);
+    expect(other.body.code).toBe('forbidden');
+    const everything = await request(server).get('/admin/v1/audit').set(bearer(SHOP_ADMIN)).expect(403);
+    expect(everything.body.code).toBe('forbidden');
+  });
+
+  it('lets an admin of every namespace read the whole log', async () => {
+    const all = await request(app.getHttpServer()).get('/admin/v1/audit').set(bearer(ADMIN_TOKEN)).expect(200);
+    expect(all.body.items.map((entry: { namespace: string }) => entry.namespace)).toEqual(['shop', 'billing']);
+  });
+});
