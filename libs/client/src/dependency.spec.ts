@@ -1,14 +1,20 @@
 import { ManualClock, seededRandom } from '@sluice/core';
-import type { RetryRequest } from '@sluice/protocol';
+import {
+  DEFAULT_DEPENDENCY_POLICY,
+  mergeDependencyPolicy,
+  type DependencyPolicyOverride,
+  type RetryRequest,
+} from '@sluice/protocol';
 import { runWithContext } from './context/request-context';
 import { Dependency, type AttemptContext } from './dependency';
 import type { GiveUpEvent, RetryEvent } from './policy-events';
-import { HttpStatusError, isAttemptTimeoutError, type GiveUpError } from './errors';
+import { HttpStatusError, isAttemptTimeoutError, isLimitedError, type GiveUpError } from './errors';
 import { EventEmitter } from './events';
 import { CoordinatorLink, silentLogger } from './fleet/coordinator-link';
 import { FleetDependency } from './fleet/fleet-dependency';
+import { LeaseKeeper } from './fleet/leases';
 import type { RetryVerdict } from './fleet/local-guard';
-import { DEPENDENCY_DEFAULTS, resolveDependencyOptions, type DependencyOptions } from './options';
+import { DEPENDENCY_DEFAULTS, resolveDependencyOptions, type DependencyOptions, type FallbackMode } from './options';
 import type { AdmitVerdict, SluiceRuntime } from './runtime';
 import { TimeoutWatch } from './timeout-watch';
 import { Agents } from './transport/http';
@@ -16,31 +22,75 @@ import { Agents } from './transport/http';
 const GRANT: RetryVerdict = { allow: true, reason: 'granted', delayMs: 0 };
 const unavailable = () => Object.assign(new Error('down'), { status: 503 });
 
+/** An admit answer: granted, closed breaker, unless told otherwise. */
+const admitted = (verdict: Partial<AdmitVerdict> = {}): AdmitVerdict => ({
+  allow: true,
+  reason: 'granted',
+  state: 'closed',
+  retryAfterMs: 0,
+  askedAt: Date.now(),
+  ...verdict,
+});
+
 /** A policy over a scripted runtime: decisions, admissions and probes are recorded, nothing goes on the wire. */
-function setup(options: DependencyOptions = {}, decide: (request: RetryRequest) => RetryVerdict = () => GRANT) {
+function setup(
+  options: DependencyOptions = {},
+  decide: (request: RetryRequest) => RetryVerdict = () => GRANT,
+  fallbackMode: FallbackMode = 'local',
+) {
   const clock = new ManualClock();
   const fleet = new FleetDependency('pay', undefined, 1);
-  const link = new CoordinatorLink(silentLogger, 'local');
+  const link = new CoordinatorLink(silentLogger, fallbackMode);
   const asked: RetryRequest[] = [];
   const probes: Array<{ token: string; success: boolean }> = [];
-  let admitVerdict: AdmitVerdict | undefined = { allow: true, state: 'half_open', probeToken: 'probe-1' };
+  /** Admit answers in turn (undefined: the coordinator did not answer; a promise: answered then); the last one repeats. */
+  type Scripted = AdmitVerdict | undefined | Promise<AdmitVerdict | undefined>;
+  let admitScript: Scripted[] = [admitted({ state: 'half_open', probeToken: 'probe-1' })];
+  /** The cost of every admit asked. */
+  const admits: number[] = [];
+  /** Lease calls, as "release <id>" and "renew <id>". */
+  const leaseCalls: string[] = [];
+  const unchecked: string[] = [];
+  const timeouts = new TimeoutWatch();
+  const leases = new LeaseKeeper(
+    {
+      releaseLease: async (_dep, id) => void leaseCalls.push(`release ${id}`),
+      renewLease: async (_dep, id) => {
+        leaseCalls.push(`renew ${id}`);
+        return { expiresAt: Date.now() + 1000 };
+      },
+    },
+    link,
+    timeouts,
+    1000,
+  );
   const runtime: SluiceRuntime = {
     clock,
     random: seededRandom(1),
     link,
     agents: new Agents(),
-    timeouts: new TimeoutWatch(),
+    timeouts,
+    leases,
+    fallbackMode,
     decideRetry: async (_dependency, request) => {
       asked.push(request);
       return decide(request);
     },
-    admit: async () => {
-      if (!admitVerdict) link.failed('admit', new Error('down'));
-      return admitVerdict;
+    admit: async (_dependency, cost) => {
+      admits.push(cost);
+      const verdict = await (admitScript.length > 1 ? admitScript.shift() : admitScript[0]);
+      if (!verdict) link.failed('admit', new Error('down'));
+      return verdict && { ...verdict, askedAt: Date.now() };
     },
+    firstView: (dependency) => dependency.firstView ?? Promise.resolve(),
+    limitsUnchecked: (dependency) => unchecked.push(dependency.name),
     reportProbe: (_dependency, token, success) => probes.push({ token, success }),
-    breakerState: (dependency, now) => (link.fallback ? dependency.local.state(now) : dependency.fleetState(now)),
-    tryLocalProbe: (dependency, now) => dependency.local.tryProbe(now),
+    breakerState: (dependency, now) => {
+      if (!link.fallback) return dependency.fleetState(now);
+      if (fallbackMode === 'local') return dependency.local.state(now);
+      return fallbackMode === 'fail-open' ? 'closed' : dependency.fleetState(now);
+    },
+    tryLocalProbe: (dependency, now) => fallbackMode === 'local' && dependency.local.tryProbe(now),
     governedLocally: () => link.fallback,
   };
   const forward = { retry: new EventEmitter<RetryEvent>(), giveUp: new EventEmitter<GiveUpEvent>() };
@@ -58,7 +108,24 @@ function setup(options: DependencyOptions = {}, decide: (request: RetryRequest) 
     probes,
     retries,
     giveUps,
-    setAdmit: (verdict: AdmitVerdict | undefined) => (admitVerdict = verdict),
+    admits,
+    leaseCalls,
+    unchecked,
+    setAdmit: (...verdicts: Scripted[]) => (admitScript = verdicts),
+    /** Serves the fleet's policy with these limits (and any other override), as a view read would. */
+    limit: (override: DependencyPolicyOverride) =>
+      fleet.applyView(
+        {
+          namespace: 'shop',
+          dependency: 'pay',
+          breaker: { state: 'closed', since: 0, openUntil: null, failureRate: 0, slowRate: 0, calls: 0 },
+          budget: { retries: 0, requests: 0, limit: 100, windowSeconds: 10 },
+          latency: { p50: null, p95: null, p99: null, count: 0 },
+          policy: mergeDependencyPolicy(DEFAULT_DEPENDENCY_POLICY, override),
+        },
+        undefined,
+        clock.now(),
+      ),
   };
 }
 
@@ -198,7 +265,7 @@ describe('Dependency.execute', () => {
     expect(await dep.execute(script([], 'probe ok').fn)).toBe('probe ok');
     expect(probes).toEqual([{ token: 'probe-1', success: true }]);
 
-    setAdmit({ allow: false, state: 'half_open' });
+    setAdmit(admitted({ allow: false, reason: 'breaker_open', state: 'half_open' }));
     expect(await rejection(dep.execute(script([], 1).fn))).toMatchObject({
       isBreakerOpenError: true,
       state: 'half_open',
@@ -310,5 +377,253 @@ describe('Dependency.execute', () => {
         return 8;
       }),
     ).toBe(8);
+  });
+});
+
+describe('Dependency.execute under rate and concurrency limits', () => {
+  const CONCURRENCY = { concurrency: { limit: 2, leaseMs: 2000 } };
+  const RATE = { rateLimit: { rate: 3, periodMs: 3_600_000, burst: 3 } };
+  const lease = (id: string) => admitted({ lease: { id, expiresAt: Date.now() + 2000 } });
+  const refused = (reason: 'rate_limited' | 'concurrency_limited', retryAfterMs: number) =>
+    admitted({ allow: false, reason, retryAfterMs });
+  const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('an unlimited dependency with a closed breaker never asks admit', async () => {
+    const { dep, admits, limit } = setup();
+    expect(await dep.execute(() => 1)).toBe(1);
+    limit({ breaker: { minimumCalls: 5 } });
+    expect(await dep.execute(() => 2, { cost: 3 })).toBe(2);
+    expect(admits).toEqual([]);
+  });
+
+  it('asks admit before every attempt, with the cost, and releases each lease when its attempt settles', async () => {
+    const { dep, admits, leaseCalls, limit, setAdmit } = setup({ idempotent: true });
+    limit(CONCURRENCY);
+    setAdmit(lease('first'), lease('second'));
+    const { fn, contexts } = script([unavailable()], 'ok');
+    expect(await dep.execute(fn, { cost: 2 })).toBe('ok');
+    expect(contexts.map((c) => c.attempt)).toEqual([1, 2]);
+    expect(admits).toEqual([2, 2]);
+    expect(leaseCalls).toEqual(['release first', 'release second']);
+  });
+
+  it('releases the lease when the attempt fails, times out or is aborted by the caller', async () => {
+    const { dep, leaseCalls, limit, setAdmit } = setup({ timeoutMs: 10 });
+    limit(CONCURRENCY);
+    setAdmit(lease('held'));
+    const notFound = Object.assign(new Error('missing'), { status: 404 });
+    await expect(dep.execute(script([notFound], 1).fn)).rejects.toBe(notFound);
+    expect(leaseCalls).toEqual(['release held']);
+
+    const timedOut = await rejection(dep.execute(() => new Promise(() => undefined)));
+    expect(isAttemptTimeoutError(timedOut.lastError)).toBe(true);
+    expect(leaseCalls).toHaveLength(2);
+
+    const controller = new AbortController();
+    const call = dep.execute(() => new Promise(() => undefined), controller.signal);
+    await tick();
+    controller.abort(new Error('caller gone'));
+    await expect(call).rejects.toThrow('caller gone');
+    expect(leaseCalls).toEqual(['release held', 'release held', 'release held']);
+  });
+
+  it('renews a lease on the shared timer while its attempt outlives half of it, then releases it', async () => {
+    const { dep, leaseCalls, limit, setAdmit } = setup({ timeoutMs: 1000 });
+    limit({ concurrency: { limit: 1, leaseMs: 100 } });
+    setAdmit(lease('long'));
+    const result = await dep.execute(() => new Promise((resolve) => setTimeout(() => resolve('done'), 130)));
+    expect(result).toBe('done');
+    expect(leaseCalls.filter((c) => c === 'renew long').length).toBeGreaterThanOrEqual(1);
+    expect(leaseCalls[leaseCalls.length - 1]).toBe('release long');
+    const released = leaseCalls.length;
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    expect(leaseCalls).toHaveLength(released); // no renewal after the release
+  });
+
+  it('a refusal that would outlast the deadline is a LimitedError at once, and the call is not made', async () => {
+    const { dep, limit, setAdmit, giveUps, admits } = setup();
+    limit(RATE);
+    setAdmit(refused('rate_limited', 1_200_000));
+    const { fn, contexts } = script([], 1);
+    const error = await rejection(dep.execute(fn));
+    expect(isLimitedError(error)).toBe(true);
+    expect(error).toMatchObject({ isGiveUpError: true, reason: 'rate_limited', retryAfterMs: 1_200_000, attempts: 0 });
+    expect(error.message).toBe('pay: the rate limit refused the call (retry after 1200000 ms)');
+    expect(contexts).toHaveLength(0);
+    expect(admits).toHaveLength(1);
+    expect(giveUps.map((g) => g.reason)).toEqual(['rate_limited']);
+  });
+
+  it('waits out a rate limit’s retryAfterMs and asks again; a refusal is no attempt', async () => {
+    const { dep, limit, setAdmit, admits } = setup({ maxAttempts: 1 });
+    limit(RATE);
+    setAdmit(refused('rate_limited', 5), refused('rate_limited', 5), admitted());
+    const { fn, contexts } = script([], 'ok');
+    const started = Date.now();
+    expect(await dep.execute(fn)).toBe('ok');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(8);
+    expect(admits).toHaveLength(3);
+    expect(contexts.map((c) => c.attempt)).toEqual([1]);
+  });
+
+  it('a concurrency refusal waits a backoff below retryAfterMs; whenLimited fail, or no time left, gives up at once', async () => {
+    const slow = { backoff: { baseMs: 60_000, capMs: 60_000, jitter: 'none' as const } };
+    const waiting = setup();
+    waiting.limit({ ...CONCURRENCY, ...slow });
+    waiting.setAdmit(refused('concurrency_limited', 3), lease('slot'));
+    expect(await waiting.dep.execute(() => 'in')).toBe('in');
+    expect(waiting.admits).toHaveLength(2);
+
+    const failing = setup({ whenLimited: 'fail' });
+    failing.limit(CONCURRENCY);
+    failing.setAdmit(refused('concurrency_limited', 3));
+    const error = await rejection(failing.dep.execute(() => 'never'));
+    expect(error).toMatchObject({ isLimitedError: true, reason: 'concurrency_limited', retryAfterMs: 3 });
+    expect(failing.admits).toHaveLength(1);
+
+    const late = setup();
+    late.limit({ ...CONCURRENCY, backoff: { baseMs: 50, capMs: 50, jitter: 'none' } });
+    late.setAdmit(refused('concurrency_limited', 2000));
+    expect(await rejection(late.dep.execute(() => 'never', { deadlineMs: 40 }))).toMatchObject({
+      isLimitedError: true,
+      attempts: 0,
+    });
+  });
+
+  it('the caller’s abort ends a wait for a limit', async () => {
+    const { dep, limit, setAdmit, admits } = setup();
+    limit(RATE);
+    setAdmit(refused('rate_limited', 5000));
+    const controller = new AbortController();
+    const call = dep.execute(() => 'never', controller.signal);
+    await tick();
+    controller.abort(new Error('caller gone'));
+    await expect(call).rejects.toThrow('caller gone');
+    expect(admits).toHaveLength(1);
+  });
+
+  it('checks the cost: a positive integer, at most the rate limit’s burst', async () => {
+    const { dep, limit, admits } = setup();
+    await expect(dep.execute(() => 1, { cost: 0 })).rejects.toThrow(TypeError);
+    await expect(dep.execute(() => 1, { cost: 1.5 })).rejects.toThrow(TypeError);
+    limit(RATE);
+    await expect(dep.execute(() => 1, { cost: 4 })).rejects.toThrow(
+      new RangeError("pay: a cost of 4 exceeds the rate limit's burst (3)"),
+    );
+    expect(admits).toEqual([]);
+  });
+
+  it('shadow mode: the coordinator allows what it would refuse, and the call proceeds without a lease', async () => {
+    const { dep, limit, setAdmit, leaseCalls } = setup();
+    limit({ ...CONCURRENCY, mode: 'shadow' });
+    setAdmit(admitted({ allow: true, reason: 'concurrency_limited', retryAfterMs: 800 }));
+    expect(await dep.execute(() => 'shadowed')).toBe('shadowed');
+    expect(leaseCalls).toEqual([]);
+  });
+
+  it('half-open and limited: one admit hands out the probe and the lease; both are settled', async () => {
+    const { dep, fleet, clock, limit, setAdmit, probes, leaseCalls, admits } = setup();
+    limit(CONCURRENCY);
+    fleet.applyState('open', clock.now() - 1);
+    setAdmit(admitted({ state: 'half_open', probeToken: 'probe-9', lease: { id: 'probe-lease', expiresAt: 0 } }));
+    expect(await dep.execute(() => 'probed')).toBe('probed');
+    expect(admits).toHaveLength(1);
+    expect(probes).toEqual([{ token: 'probe-9', success: true }]);
+    expect(leaseCalls).toEqual(['release probe-lease']);
+  });
+
+  it('a dependency met for the first time waits for its first view, and so learns its limits', async () => {
+    const { dep, fleet, limit, admits, setAdmit } = setup();
+    setAdmit(admitted());
+    fleet.firstView = new Promise((resolve) =>
+      setTimeout(() => {
+        limit(RATE);
+        resolve();
+      }, 5),
+    );
+    expect(await dep.execute(() => 1)).toBe(1);
+    expect(admits).toEqual([1]);
+  });
+
+  it('a hedge is admitted too: refused, there is no hedge; granted, both leases are released', async () => {
+    const { dep, limit, setAdmit, leaseCalls } = setup({ idempotent: true, hedge: { delayMs: 5 } });
+    limit(CONCURRENCY);
+    setAdmit(lease('first'), refused('concurrency_limited', 1000));
+    const hedges: boolean[] = [];
+    const first = await dep.execute(({ hedge }) => {
+      hedges.push(hedge);
+      return new Promise((resolve) => setTimeout(() => resolve('first'), 30));
+    });
+    expect([first, hedges]).toEqual(['first', [false]]);
+    expect(leaseCalls).toEqual(['release first']);
+
+    setAdmit(lease('slow'), lease('hedge'));
+    const won = await dep.execute(({ attempt }) => (attempt === 1 ? new Promise(() => undefined) : 'hedged'));
+    expect(won).toBe('hedged');
+    expect(leaseCalls).toEqual(['release first', 'release hedge', 'release slow']);
+  });
+
+  it('coordinator away, local fallback: the limits are kept on local counts, until the calls it let out end', async () => {
+    const { dep, limit, setAdmit, admits, link } = setup({ whenLimited: 'fail' });
+    limit({ concurrency: { limit: 1, leaseMs: 2000 } });
+    setAdmit(undefined);
+    let finish: (value: string) => void = () => undefined;
+    const first = dep.execute(() => new Promise<string>((resolve) => (finish = resolve)));
+    await tick();
+    expect(link.fallback).toBe(true);
+    // The coordinator is known to be away: no admit is asked, the local count refuses.
+    expect(await rejection(dep.execute(() => 'second'))).toMatchObject({
+      isLimitedError: true,
+      reason: 'concurrency_limited',
+    });
+    // The coordinator answers again while the locally admitted call runs: it knows nothing of that
+    // call, so the local count still refuses, before the coordinator is asked.
+    link.succeeded('report');
+    expect(await rejection(dep.execute(() => 'second'))).toMatchObject({ reason: 'concurrency_limited' });
+    expect(admits).toHaveLength(1);
+    finish('first');
+    expect(await first).toBe('first');
+    setAdmit(lease('back'));
+    expect(await dep.execute(() => 'third')).toBe('third');
+    expect(admits).toHaveLength(2);
+  });
+
+  it('a fleet grant that comes while the fallback has filled the local count is given back', async () => {
+    const { dep, limit, setAdmit, link, leaseCalls } = setup({ whenLimited: 'fail' });
+    limit({ concurrency: { limit: 1, leaseMs: 2000 } });
+    let answer: (verdict: AdmitVerdict) => void = () => undefined;
+    setAdmit(new Promise<AdmitVerdict>((resolve) => (answer = resolve)), undefined);
+    const slow = dep.execute(() => 'slow'); // its admit is under way
+    await tick();
+    // Meanwhile another call finds the coordinator away, and the fallback lets it out.
+    let finish: (value: string) => void = () => undefined;
+    const local = dep.execute(() => new Promise<string>((resolve) => (finish = resolve)));
+    await tick();
+    expect(link.fallback).toBe(true);
+    answer(lease('late-grant'));
+    expect(await rejection(slow)).toMatchObject({ isLimitedError: true, reason: 'concurrency_limited' });
+    expect(leaseCalls).toEqual(['release late-grant']);
+    finish('local');
+    expect(await local).toBe('local');
+  });
+
+  it('coordinator away, fail-open lets calls through and says so; fail-closed refuses them', async () => {
+    const open = setup({}, () => GRANT, 'fail-open');
+    open.limit(RATE);
+    open.setAdmit(undefined);
+    expect(await open.dep.execute(() => 'through')).toBe('through');
+    expect(await open.dep.execute(() => 'again')).toBe('again');
+    expect(open.unchecked).toEqual(['pay', 'pay']);
+
+    const closed = setup({}, () => GRANT, 'fail-closed');
+    closed.limit(RATE);
+    closed.setAdmit(undefined);
+    const { fn, contexts } = script([], 'never');
+    expect(await rejection(closed.dep.execute(fn))).toMatchObject({
+      isGiveUpError: true,
+      reason: 'coordinator_unavailable',
+      attempts: 0,
+    });
+    expect(contexts).toHaveLength(0);
   });
 });

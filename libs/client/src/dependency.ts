@@ -1,14 +1,23 @@
-import { systemClock } from '@sluice/core';
+import { backoffDelay, systemClock } from '@sluice/core';
 import { ATTEMPT_HEADER, DEADLINE_HEADER, IDEMPOTENCY_KEY_HEADER, type BreakerState } from '@sluice/protocol';
 import { classify, isDependencyFailure, retryDenial, type Failure } from './classification';
 import { currentContext, type SluiceRequestContext } from './context/request-context';
-import { AttemptTimeoutError, BreakerOpenError, DeadlineExceededError, GiveUpError, type GiveUpReason } from './errors';
+import {
+  AttemptTimeoutError,
+  BreakerOpenError,
+  DeadlineExceededError,
+  GiveUpError,
+  LimitedError,
+  type GiveUpReason,
+  type LimitReason,
+} from './errors';
 import type { EventEmitter } from './events';
 import type { FleetDependency } from './fleet/fleet-dependency';
-import type { AutoTimeoutBounds, HedgeOptions, ResolvedDependencyOptions } from './options';
+import type { LeaseHold } from './fleet/leases';
+import { positiveInteger, type AutoTimeoutBounds, type HedgeOptions, type ResolvedDependencyOptions } from './options';
 import { fetchThrough, type SluiceFetchInit } from './fetch';
 import { PolicyEvents, type GiveUpEvent, type RetryEvent } from './policy-events';
-import type { SluiceRuntime } from './runtime';
+import type { AdmitVerdict, SluiceRuntime } from './runtime';
 import type { Expiring } from './timeout-watch';
 
 /**
@@ -44,11 +53,39 @@ export interface ExecuteOptions {
   idempotencyKey?: string;
   /** This call's deadline in ms (default: the dependency's `deadlineMs`), never past the request's own. */
   deadlineMs?: number;
+  /**
+   * What each attempt costs against the dependency's rate limit (default 1): an integer, at most the
+   * limit's burst. Ignored by dependencies without a rate limit.
+   */
+  cost?: number;
 }
 
 const NO_OPTIONS: ExecuteOptions = {};
 const LOCAL_PROBE = Symbol('local probe');
 type Probe = { token: string } | typeof LOCAL_PROBE;
+
+/**
+ * What an admitted attempt holds until it settles: the fleet's concurrency lease, and a slot of the
+ * local count (`leased` alongside a lease, `local` when the fallback admitted it).
+ */
+interface Permit {
+  lease: LeaseHold | undefined;
+  slot: 'leased' | 'local' | undefined;
+}
+
+/** What let an attempt out: the half-open breaker's probe and the limits' permit, when either applies. */
+interface Admission {
+  probe: Probe | undefined;
+  permit: Permit | undefined;
+}
+
+const NO_ADMISSION: Admission = { probe: undefined, permit: undefined };
+
+/** A limit's refusal, the fleet's or the local fallback's. */
+interface Refusal {
+  reason: LimitReason;
+  retryAfterMs: number;
+}
 
 /** The state of one execute() call. */
 interface Call {
@@ -59,6 +96,8 @@ interface Call {
   request: SluiceRequestContext | undefined;
   /** Attempts sent so far, hedges included. */
   launched: number;
+  /** What each attempt costs against a rate limit. */
+  cost: number;
 }
 
 /** One attempt: its context for the caller's function, with a signal made only when asked for. */
@@ -184,12 +223,18 @@ export class Dependency extends PolicyEvents {
    * Runs `fn` under the policy. With a closed breaker the call goes straight out (no request to the
    * coordinator); a retriable failure asks the coordinator for one retry and waits its backoff
    * (never less than the dependency's Retry-After); everything happens within the deadline.
+   * When the coordinator's policy gives the dependency a rate or concurrency limit, each attempt
+   * first asks `POST /admit` (with `cost`), holds the concurrency lease it gets until it settles,
+   * and waits out a refusal within the deadline (see `whenLimited`).
    * Rejects with `fn`'s own error when it is not retriable (e.g. a 404), with a {@link GiveUpError}
-   * (reason and last error) when a retriable failure is not retried, or with the signal's reason.
+   * (reason and last error) when a retriable failure is not retried, with a {@link LimitedError}
+   * when a limit refused it, or with the signal's reason.
    * @example
    * const user = await users.execute(({ signal }) => api.getUser(id, { signal }), { idempotent: true });
    * @example
    * await payments.execute(({ headers }) => api.charge(order, { headers }), { idempotencyKey: order.id, signal });
+   * @example
+   * await geocoder.execute(({ signal }) => geocodeBatch(addresses, { signal }), { cost: addresses.length });
    */
   async execute<T>(
     fn: (context: AttemptContext) => PromiseLike<T> | T,
@@ -199,9 +244,16 @@ export class Dependency extends PolicyEvents {
     const { clock } = this.runtime;
     const signal = opts.signal;
     if (signal?.aborted) throw signal.reason;
+    const cost = opts.cost ?? 1;
+    if (cost !== 1) positiveInteger('cost', cost, 1, 1_000_000);
     const request = currentContext();
     let deadlineAt = clock.now() + (opts.deadlineMs ?? this.options.deadlineMs);
     if (request?.deadlineAt !== undefined && request.deadlineAt < deadlineAt) deadlineAt = request.deadlineAt;
+    // A dependency met for the first time: its limits come with its first view, so wait for it (within
+    // half of what is left of the deadline).
+    if (this.fleet.policy === undefined && this.fleet.firstView) {
+      await this.runtime.firstView(this.fleet, Math.floor((deadlineAt - clock.now()) / 2));
+    }
     const call: Call = {
       deadlineAt,
       idempotent: opts.idempotent ?? this.options.idempotent,
@@ -209,20 +261,25 @@ export class Dependency extends PolicyEvents {
       signal,
       request,
       launched: 0,
+      cost,
     };
     let lastError: unknown = undefined;
     for (;;) {
       const now = clock.now();
       if (deadlineAt <= now) throw this.giveUp(call, new DeadlineExceededError(this.name, lastError, call.launched));
       const state = this.runtime.breakerState(this.fleet, now);
-      let probe: Probe | undefined;
+      let admission = NO_ADMISSION;
       let start = now;
-      if (state !== 'closed' && state !== 'forced_closed') {
-        probe = await this.admit(call, state, lastError);
+      if (this.fleet.limited || (state !== 'closed' && state !== 'forced_closed')) {
+        admission = await this.admit(call, state, lastError);
+        if (signal?.aborted) {
+          this.abandon(admission);
+          throw signal.reason;
+        }
         start = clock.now();
       }
       try {
-        return await this.round(fn, call, probe, start);
+        return await this.round(fn, call, admission, start);
       } catch (error) {
         if (signal?.aborted) throw signal.reason;
         lastError = error;
@@ -247,42 +304,178 @@ export class Dependency extends PolicyEvents {
     return fetchThrough(this, this.runtime.agents, input, init);
   }
 
-  /** Lets a call out while the breaker is not closed: only as a probe of a half-open one. */
-  private async admit(call: Call, state: BreakerState, lastError: unknown): Promise<Probe | undefined> {
+  /**
+   * Lets an attempt out when the breaker is not closed (only as a probe of a half-open one) or the
+   * dependency is limited: the coordinator's admit decides, or the fallback when it cannot answer.
+   * A limit's refusal is waited out within the deadline (`whenLimited: 'wait'`) or thrown.
+   */
+  private async admit(call: Call, state: BreakerState, lastError: unknown): Promise<Admission> {
     const { clock, link } = this.runtime;
-    if (state === 'half_open' && !link.fallback) {
-      const verdict = await this.runtime.admit(this.fleet);
-      if (verdict) {
-        if (!verdict.allow) {
-          throw this.giveUp(call, new BreakerOpenError(this.name, verdict.state, lastError, call.launched));
-        }
-        return verdict.probeToken === undefined ? undefined : { token: verdict.probeToken };
+    for (let refusals = 1; ; refusals++) {
+      if (!this.fleet.limited && (state === 'closed' || state === 'forced_closed')) return NO_ADMISSION;
+      if (state === 'open' || state === 'forced_open') {
+        throw this.giveUp(call, new BreakerOpenError(this.name, state, lastError, call.launched));
       }
-      // The coordinator did not answer: the fallback decides.
+      let outcome = link.fallback ? undefined : await this.askFleet(call, lastError);
+      if (outcome === undefined) {
+        // The coordinator is away, or did not answer: the fallback decides.
+        state = this.runtime.breakerState(this.fleet, clock.now());
+        outcome = this.admitLocally(call, state, lastError);
+      }
+      if (!('reason' in outcome)) return outcome;
+      await this.waitLimited(call, outcome, refusals, lastError);
       state = this.runtime.breakerState(this.fleet, clock.now());
     }
-    if (state === 'closed' || state === 'forced_closed') return undefined;
-    if (state === 'half_open' && this.runtime.tryLocalProbe(this.fleet, clock.now())) return LOCAL_PROBE;
+  }
+
+  /**
+   * The coordinator's admission: the probe and lease it grants, a limit's refusal (a breaker's
+   * refusal is thrown), or undefined when it does not answer.
+   */
+  private async askFleet(call: Call, lastError: unknown): Promise<Admission | Refusal | undefined> {
+    // Attempts the fallback let out hold no lease: while they run, the fleet undercounts this process.
+    const held = this.fleet.limited ? this.fleet.localLimits.whileUnleased() : undefined;
+    if (held) return held;
+    const verdict = await this.runtime.admit(this.fleet, this.checkedCost(call));
+    if (!verdict) return undefined;
+    if (verdict.allow) return this.unheldGrant(verdict) ?? this.admitted(call, verdict);
+    if (verdict.reason === 'rate_limited' || verdict.reason === 'concurrency_limited') {
+      return { reason: verdict.reason, retryAfterMs: verdict.retryAfterMs };
+    }
+    throw this.giveUp(call, new BreakerOpenError(this.name, verdict.state, lastError, call.launched));
+  }
+
+  /**
+   * A fleet grant this process cannot take up: the fallback let attempts out meanwhile (they hold
+   * no lease, so the fleet did not count them) and the local count is full. The lease goes back,
+   * and the local refusal stands.
+   */
+  private unheldGrant(verdict: AdmitVerdict): Refusal | undefined {
+    if (!verdict.lease || !this.fleet.limited) return undefined;
+    const refusal = this.fleet.localLimits.whileUnleased();
+    if (refusal) this.runtime.leases.releaseUnheld(this.name, verdict.lease.id);
+    return refusal;
+  }
+
+  /** The fleet admitted an attempt: its probe token and lease, and the local limits kept warm. */
+  private admitted(call: Call, verdict: AdmitVerdict): Admission {
+    const probe = verdict.probeToken === undefined ? undefined : { token: verdict.probeToken };
+    const slot =
+      this.fleet.limited && this.fleet.localLimits.granted(this.runtime.clock.now(), call.cost) ? 'leased' : undefined;
+    let lease: LeaseHold | undefined;
+    if (verdict.lease) {
+      const leaseMs =
+        this.fleet.policy?.concurrency?.leaseMs ?? Math.max(100, verdict.lease.expiresAt - verdict.askedAt);
+      lease = this.runtime.leases.hold(this.name, verdict.lease.id, leaseMs, verdict.askedAt);
+    }
+    return { probe, permit: lease || slot ? { lease, slot } : undefined };
+  }
+
+  /**
+   * The fallback's admission while the coordinator cannot answer: the breaker as the fallback sees
+   * it, and a limited dependency's limits by the fallback mode (`local`: kept locally; `fail-open`:
+   * unchecked, said once; `fail-closed`: refused).
+   */
+  private admitLocally(call: Call, state: BreakerState, lastError: unknown): Admission | Refusal {
+    const now = this.runtime.clock.now();
+    if (state === 'open' || state === 'forced_open') {
+      throw this.giveUp(call, new BreakerOpenError(this.name, state, lastError, call.launched));
+    }
+    let permit: Permit | undefined;
+    if (this.fleet.limited) {
+      switch (this.runtime.fallbackMode) {
+        case 'local': {
+          const local = this.fleet.localLimits.admit(now, call.cost);
+          if (!local.allow) return local;
+          if (local.slot) permit = { lease: undefined, slot: 'local' };
+          break;
+        }
+        case 'fail-open':
+          this.runtime.limitsUnchecked(this.fleet);
+          break;
+        case 'fail-closed':
+          throw this.giveUp(call, new GiveUpError(this.name, 'coordinator_unavailable', lastError, call.launched));
+      }
+    }
+    if (state !== 'half_open') return { probe: undefined, permit };
+    if (this.runtime.tryLocalProbe(this.fleet, now)) return { probe: LOCAL_PROBE, permit };
+    if (permit) this.releasePermit(permit);
     throw this.giveUp(call, new BreakerOpenError(this.name, state, lastError, call.launched));
+  }
+
+  /**
+   * After a limit's refusal (the `n`th of this admission): waits before asking again, or throws a
+   * LimitedError when the dependency is set to fail at once or the wait would not end before the
+   * deadline. A rate limit's `retryAfterMs` is exact; a concurrency limit's is the earliest lease
+   * expiry, while slots are usually freed much sooner, so the wait is a jittered backoff below it,
+   * cut short when one of this process's attempts gives its slot back (first come, first woken).
+   */
+  private async waitLimited(call: Call, refusal: Refusal, n: number, lastError: unknown): Promise<void> {
+    const { clock, random } = this.runtime;
+    const retryAfterMs = Math.max(0, Math.ceil(refusal.retryAfterMs));
+    let waitMs = retryAfterMs;
+    if (refusal.reason === 'concurrency_limited') {
+      const backoff = this.fleet.policy?.backoff ?? this.fleet.fallbackPolicy.backoff;
+      waitMs = Math.min(retryAfterMs, backoffDelay(backoff, { attempt: n }, random));
+    }
+    waitMs = Math.max(1, waitMs);
+    if (this.options.whenLimited === 'fail' || clock.now() + waitMs >= call.deadlineAt) {
+      throw this.giveUp(call, new LimitedError(this.name, refusal.reason, retryAfterMs, lastError, call.launched));
+    }
+    if (refusal.reason === 'concurrency_limited') await this.fleet.waitForSlot(waitMs, call.signal);
+    else await sleep(waitMs, call.signal);
+  }
+
+  /** The call's cost, checked against the rate limit's burst when one is known (the coordinator refuses more as bad input). */
+  private checkedCost(call: Call): number {
+    const burst = this.fleet.policy?.rateLimit?.burst;
+    if (burst !== undefined && call.cost > burst) {
+      throw new RangeError(`${this.name}: a cost of ${call.cost} exceeds the rate limit's burst (${burst})`);
+    }
+    return call.cost;
+  }
+
+  /**
+   * Gives back what an attempt held: its local slot, and its lease (released, not waited for).
+   * Once the slot is back (the release answered, for a lease), this process's first call waiting
+   * for one asks again.
+   */
+  private releasePermit(permit: Permit): void {
+    const fleet = this.fleet;
+    if (permit.slot) fleet.localLimits.release(permit.slot === 'local');
+    if (permit.lease) this.runtime.leases.release(permit.lease, () => fleet.slotReleased());
+    else fleet.slotReleased();
+  }
+
+  /** An admission that will not be used (the caller aborted meanwhile). */
+  private abandon(admission: Admission): void {
+    if (admission.permit) this.releasePermit(admission.permit);
+    if (admission.probe === LOCAL_PROBE) this.fleet.local.releaseProbe();
   }
 
   /** One round: an attempt, and its hedge when hedging applies. */
   private round<T>(
     fn: (context: AttemptContext) => PromiseLike<T> | T,
     call: Call,
-    probe: Probe | undefined,
+    { probe, permit }: Admission,
     start: number,
   ): Promise<T> {
     const hedge = this.options.hedge;
-    if (!hedge || !call.idempotent || probe !== undefined) return this.attempt(fn, call, probe, false, start).promise;
-    return this.hedgedRound(fn, call, hedgeDelayMs(this.fleet.latency?.p95, hedge), start);
+    if (!hedge || !call.idempotent || probe !== undefined) {
+      return this.attempt(fn, call, probe, permit, false, start).promise;
+    }
+    return this.hedgedRound(fn, call, permit, hedgeDelayMs(this.fleet.latency?.p95, hedge), start);
   }
 
-  /** Sends one attempt within its timeout, records its outcome, and reports a probe's at once. */
+  /**
+   * Sends one attempt within its timeout, records its outcome, reports a probe's at once, and gives
+   * back its permit (lease, local slot) when it settles.
+   */
   private attempt<T>(
     fn: (context: AttemptContext) => PromiseLike<T> | T,
     call: Call,
     probe: Probe | undefined,
+    permit: Permit | undefined,
     hedge: boolean,
     start: number,
   ): { handle: Attempt; promise: Promise<T> } {
@@ -299,6 +492,7 @@ export class Dependency extends PolicyEvents {
         if (settled) return;
         settled = true;
         timeouts.delete(handle);
+        if (permit) this.releasePermit(permit);
         if (signal) signal.removeEventListener('abort', onAbort);
         const now = clock.now();
         if (!handle.abandoned) {
@@ -356,6 +550,7 @@ export class Dependency extends PolicyEvents {
   private hedgedRound<T>(
     fn: (context: AttemptContext) => PromiseLike<T> | T,
     call: Call,
+    permit: Permit | undefined,
     delayMs: number,
     start: number,
   ): Promise<T> {
@@ -377,9 +572,10 @@ export class Dependency extends PolicyEvents {
         const index = running.indexOf(handle);
         if (index >= 0) running.splice(index, 1);
       };
-      const launch = (hedge: boolean) => {
+      const launch = (hedge: boolean, held: Permit | undefined) => {
         pending++;
-        const { handle, promise } = this.attempt(fn, call, undefined, hedge, hedge ? this.runtime.clock.now() : start);
+        const at = hedge ? this.runtime.clock.now() : start;
+        const { handle, promise } = this.attempt(fn, call, undefined, held, hedge, at);
         running.push(handle);
         promise.then(
           (value) => {
@@ -411,9 +607,14 @@ export class Dependency extends PolicyEvents {
                 deadlineMs: Math.floor(remaining),
               })
             : undefined;
+        // A limited dependency's hedge is admitted like any attempt, but never waits for a slot.
+        const admitted = verdict?.allow && !settled && this.fleet.limited ? await this.admitHedge(call) : undefined;
         hedging = 'done';
-        if (settled) return;
-        if (verdict?.allow && call.deadlineAt > this.runtime.clock.now()) {
+        if (settled) {
+          if (admitted) this.releasePermit(admitted);
+          return;
+        }
+        if (verdict?.allow && admitted !== false && call.deadlineAt > this.runtime.clock.now()) {
           this.emitRetry({
             dependency: this.name,
             attempt: call.launched + 1,
@@ -421,13 +622,34 @@ export class Dependency extends PolicyEvents {
             error: undefined,
             hedge: true,
           });
-          launch(true);
-        } else if (pending === 0) {
-          settle(false);
+          launch(true, admitted);
+        } else {
+          if (admitted) this.releasePermit(admitted);
+          if (pending === 0) settle(false);
         }
       }, delayMs);
-      launch(false);
+      launch(false, permit);
     });
+  }
+
+  /** A hedge's admission to a limited dependency, asked once: its permit, or false when refused. */
+  private async admitHedge(call: Call): Promise<Permit | undefined | false> {
+    if (!this.runtime.link.fallback) {
+      if (this.fleet.localLimits.whileUnleased()) return false;
+      const verdict = await this.runtime.admit(this.fleet, call.cost);
+      if (verdict) return verdict.allow && !this.unheldGrant(verdict) && this.admitted(call, verdict).permit;
+    }
+    switch (this.runtime.fallbackMode) {
+      case 'local': {
+        const local = this.fleet.localLimits.admit(this.runtime.clock.now(), call.cost);
+        return local.allow && (local.slot ? { lease: undefined, slot: 'local' } : undefined);
+      }
+      case 'fail-open':
+        this.runtime.limitsUnchecked(this.fleet);
+        return undefined;
+      case 'fail-closed':
+        return false;
+    }
   }
 
   /**

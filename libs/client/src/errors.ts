@@ -1,11 +1,19 @@
 import type { BreakerState, ErrorBody, ErrorDetail, RetryReason } from '@sluice/protocol';
 
 /**
+ * Why a dependency's rate or concurrency limit refused a call (fleet-wide, or locally in fallback).
+ * @example
+ * if (isLimitedError(error) && error.reason === 'concurrency_limited') metrics.bulkheadFull.inc();
+ */
+export type LimitReason = 'rate_limited' | 'concurrency_limited';
+
+/**
  * Why a call that failed in a retriable way was not retried (again):
  * - the coordinator's reasons: `budget_exhausted`, `breaker_open`, `deadline_exceeded`, `max_attempts`, `not_idempotent`;
  * - `upstream_retry`: this process is serving a request that is itself a retry, so retries are left to that caller;
  * - `downstream_retried`: the dependency says it already retried its own dependencies (`sluice-no-retry`);
- * - `coordinator_unavailable`: the coordinator is unreachable and the fallback is `fail-closed`.
+ * - `coordinator_unavailable`: the coordinator is unreachable and the fallback is `fail-closed`;
+ * - `rate_limited`, `concurrency_limited`: the dependency's limit refused the call ({@link LimitedError}).
  * @example
  * if (isGiveUpError(error) && error.reason === 'budget_exhausted') metrics.shed.inc();
  */
@@ -13,7 +21,8 @@ export type GiveUpReason =
   | Exclude<RetryReason, 'granted' | 'not_retriable'>
   | 'upstream_retry'
   | 'downstream_retried'
-  | 'coordinator_unavailable';
+  | 'coordinator_unavailable'
+  | LimitReason;
 
 /**
  * The base of every error the SDK raises itself.
@@ -92,6 +101,42 @@ export class DeadlineExceededError extends GiveUpError {
 
   constructor(dependency: string, lastError: unknown = undefined, attempts = 0) {
     super(dependency, 'deadline_exceeded', lastError, attempts, `${dependency}: the deadline was exceeded`);
+  }
+}
+
+/**
+ * The dependency's rate limit or concurrency limit refused the call: it was not sent (again).
+ * `retryAfterMs` is when the limit expects to admit it: exact for a rate limit; for a concurrency
+ * limit, the earliest expiry of a held lease (slots are usually released much sooner). With
+ * `whenLimited: 'wait'` (the default) the SDK has already waited as long as the deadline allowed.
+ * @example
+ * try {
+ *   await geocoder.execute(({ signal }) => geocode(address, { signal }));
+ * } catch (error) {
+ *   if (isLimitedError(error)) return reply.code(429).header('retry-after', Math.ceil(error.retryAfterMs / 1000)).send();
+ *   throw error;
+ * }
+ */
+export class LimitedError extends GiveUpError {
+  /** Marker for {@link isLimitedError}. */
+  readonly isLimitedError = true;
+  declare readonly reason: LimitReason;
+
+  constructor(
+    dependency: string,
+    reason: LimitReason,
+    /** When the limit expects to admit the call, in ms from the refusal. */
+    readonly retryAfterMs: number,
+    lastError: unknown = undefined,
+    attempts = 0,
+  ) {
+    super(
+      dependency,
+      reason,
+      lastError,
+      attempts,
+      `${dependency}: ${reason === 'rate_limited' ? 'the rate limit' : 'the concurrency limit'} refused the call (retry after ${retryAfterMs} ms)`,
+    );
   }
 }
 
@@ -217,7 +262,7 @@ const marker =
  */
 export const isSluiceError = marker<SluiceError>('isSluiceError');
 /**
- * True for a {@link GiveUpError} (also a {@link BreakerOpenError} or a {@link DeadlineExceededError}).
+ * True for a {@link GiveUpError} (also a {@link BreakerOpenError}, a {@link DeadlineExceededError} or a {@link LimitedError}).
  * @example
  * if (isGiveUpError(error)) console.log(error.reason, error.lastError);
  */
@@ -234,6 +279,12 @@ export const isBreakerOpenError = marker<BreakerOpenError>('isBreakerOpenError')
  * if (isDeadlineExceededError(error)) reply.code(504).send();
  */
 export const isDeadlineExceededError = marker<DeadlineExceededError>('isDeadlineExceededError');
+/**
+ * True for a {@link LimitedError}.
+ * @example
+ * if (isLimitedError(error)) console.log(error.reason, error.retryAfterMs);
+ */
+export const isLimitedError = marker<LimitedError>('isLimitedError');
 /**
  * True for an {@link AttemptTimeoutError}.
  * @example

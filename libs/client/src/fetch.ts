@@ -20,6 +20,8 @@ export interface SluiceFetchInit extends Omit<RequestInit, 'signal'> {
   idempotencyKey?: string | true;
   /** This call's deadline in ms (default: the dependency's). */
   deadlineMs?: number;
+  /** What each attempt costs against the dependency's rate limit (default 1). */
+  cost?: number;
 }
 
 /**
@@ -70,7 +72,7 @@ export async function fetchThrough(
   input: string | URL,
   init: SluiceFetchInit = {},
 ): Promise<Response> {
-  const { idempotent, idempotencyKey, deadlineMs, signal, ...requestInit } = init;
+  const { idempotent, idempotencyKey, deadlineMs, cost, signal, ...requestInit } = init;
   const method = (requestInit.method ?? 'GET').toUpperCase();
   const key = idempotencyKey === true ? randomUUID() : idempotencyKey;
   // Request normalises headers and every kind of body once; attempts resend the same bytes.
@@ -109,6 +111,7 @@ export async function fetchThrough(
       idempotent: idempotent ?? IDEMPOTENT_METHODS.has(method),
       idempotencyKey: key,
       deadlineMs,
+      cost,
     },
   );
 }

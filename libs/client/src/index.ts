@@ -37,7 +37,14 @@ export { Dependency, autoTimeoutMs, hedgeDelayMs } from './dependency';
 export type { AttemptContext, ExecuteOptions } from './dependency';
 export { PolicyEvents } from './policy-events';
 export type { GiveUpEvent, RetryEvent } from './policy-events';
-export type { AutoTimeoutBounds, DependencyOptions, FallbackMode, HedgeOptions, SluiceOptions } from './options';
+export type {
+  AutoTimeoutBounds,
+  DependencyOptions,
+  FallbackMode,
+  HedgeOptions,
+  SluiceOptions,
+  WhenLimited,
+} from './options';
 export type { BreakerChange } from './fleet/fleet-dependency';
 export type { FallbackChange, SluiceLogger } from './fleet/coordinator-link';
 export type { Disposable, Event } from './events';
@@ -53,6 +60,7 @@ export {
   GiveUpError,
   HttpStatusError,
   LeaseLostError,
+  LimitedError,
   SluiceError,
   SluiceHttpError,
   isAttemptTimeoutError,
@@ -62,10 +70,11 @@ export {
   isGiveUpError,
   isHttpStatusError,
   isLeaseLostError,
+  isLimitedError,
   isSluiceError,
   isSluiceHttpError,
 } from './errors';
-export type { GiveUpReason } from './errors';
+export type { GiveUpReason, LimitReason } from './errors';
 
 // Deadlines and attempts across hops: the request context and the server middlewares.
 export {

@@ -5,13 +5,29 @@ import type { SluiceLogger } from './fleet/coordinator-link';
 
 /**
  * What the SDK does while the coordinator cannot answer:
- * - `local` (default): a local retry budget and circuit breaker (libs/core), per process;
- * - `fail-open`: retries are allowed up to `maxAttempts` with backoff, no budget, no breaker;
- * - `fail-closed`: no retries at all (first attempts still go out).
+ * - `local` (default): a local retry budget and circuit breaker (libs/core), per process; a
+ *   dependency's rate and concurrency limits are kept locally too, scaled by `fallbackShare`;
+ * - `fail-open`: retries are allowed up to `maxAttempts` with backoff, no budget, no breaker; calls
+ *   to a rate- or concurrency-limited dependency go out unchecked (one log line per dependency says so);
+ * - `fail-closed`: no retries at all (first attempts still go out), and calls to a rate- or
+ *   concurrency-limited dependency are refused (`GiveUpError`, reason `coordinator_unavailable`).
  * @example
  * new Sluice({ baseUrls: ['http://sluice:8080'], namespace: 'shop', fallback: 'fail-open' });
  */
 export type FallbackMode = 'local' | 'fail-open' | 'fail-closed';
+
+/**
+ * What `execute` does when a dependency's rate or concurrency limit refuses a call:
+ * - `wait` (default): wait and ask again, as long as the wait ends before the deadline: the rate
+ *   limit's exact `retryAfterMs`; for a concurrency limit, a jittered backoff (the policy's) capped
+ *   by `retryAfterMs`, since slots are usually released long before a lease expires. A refusal
+ *   sends nothing, so it counts neither as an attempt (`maxAttempts`) nor against the retry budget.
+ *   When the wait would not end before the deadline, a {@link LimitedError} at once.
+ * - `fail`: a {@link LimitedError} at once.
+ * @example
+ * sluice.dependency('geocoder', { whenLimited: 'fail' }); // let the caller decide, e.g. answer 429
+ */
+export type WhenLimited = 'wait' | 'fail';
 
 /**
  * Hedging for idempotent reads: when the first attempt has not answered after `delayMs` (or the
@@ -72,6 +88,8 @@ export interface DependencyOptions {
   classify?: Classifier | Classifier[];
   /** The local fallback's policy: omitted fields come from the coordinator's policy when known, else the defaults. */
   fallbackPolicy?: DependencyPolicyOverride;
+  /** When the dependency's rate or concurrency limit refuses a call: `wait` within the deadline (default) or `fail` at once. */
+  whenLimited?: WhenLimited;
 }
 
 /**
@@ -133,6 +151,7 @@ export interface ResolvedDependencyOptions {
   retryWhenServingRetry: boolean;
   classifiers: Classifier[];
   fallbackPolicy: DependencyPolicyOverride | undefined;
+  whenLimited: WhenLimited;
 }
 
 export const DEPENDENCY_DEFAULTS: Readonly<ResolvedDependencyOptions> = Object.freeze({
@@ -146,6 +165,7 @@ export const DEPENDENCY_DEFAULTS: Readonly<ResolvedDependencyOptions> = Object.f
   retryWhenServingRetry: false,
   classifiers: [],
   fallbackPolicy: undefined,
+  whenLimited: 'wait',
 } as ResolvedDependencyOptions);
 
 /** Lays `options` over `base`, checking every number. */
@@ -170,7 +190,11 @@ export function resolveDependencyOptions(
           ? options.classify
           : [options.classify],
     fallbackPolicy: options.fallbackPolicy ?? base.fallbackPolicy,
+    whenLimited: options.whenLimited ?? base.whenLimited,
   };
+  if (resolved.whenLimited !== 'wait' && resolved.whenLimited !== 'fail') {
+    throw new TypeError(`whenLimited must be 'wait' or 'fail', got ${String(resolved.whenLimited)}`);
+  }
   positiveInteger('maxAttempts', resolved.maxAttempts, 1, 100);
   positiveInteger('deadlineMs', resolved.deadlineMs, 1, 86_400_000);
   if (resolved.timeoutMs !== 'auto') positiveInteger('timeoutMs', resolved.timeoutMs, 1, 86_400_000);

@@ -2,6 +2,7 @@ import { backoffDelay, systemClock, type Clock, type RandomSource } from '@sluic
 import { RESOURCE_NAME_PATTERN, type BreakerState, type RetryRequest } from '@sluice/protocol';
 import { hostname } from 'node:os';
 import { Dependency } from './dependency';
+import { CoordinatorUnavailableError } from './errors';
 import type { Event } from './events';
 import { fetchThrough, type SluiceFetchInit } from './fetch';
 import { BreakerFeed } from './fleet/breaker-feed';
@@ -13,6 +14,7 @@ import {
   type SluiceLogger,
 } from './fleet/coordinator-link';
 import { FleetDependency, type BreakerChange } from './fleet/fleet-dependency';
+import { LeaseKeeper } from './fleet/leases';
 import type { RetryVerdict } from './fleet/local-guard';
 import { Reporter } from './fleet/reporter';
 import {
@@ -36,8 +38,9 @@ const MAX_REPORT_AGE_MS = 10_000;
 /**
  * The Sluice client: one per process, shared by every dependency. It keeps each dependency's fleet
  * breaker state current over one event stream, batches outcomes into one report every ~200 ms,
- * asks the coordinator before every retry, and falls back to a local budget and breaker when the
- * coordinator cannot answer.
+ * asks the coordinator before every retry (and before every attempt to a dependency whose policy
+ * has a rate or concurrency limit, holding the lease it grants), and falls back to a local budget,
+ * breaker and limits when the coordinator cannot answer.
  * @example
  * import { Sluice } from '@sluice/client';
  * const sluice = new Sluice({ baseUrls: ['http://sluice:8080'], token: process.env.SLUICE_TOKEN, namespace: 'shop' });
@@ -52,11 +55,16 @@ export class Sluice extends PolicyEvents {
   private readonly link: CoordinatorLink;
   private readonly reporter: Reporter;
   private readonly feed: BreakerFeed;
+  private readonly leases: LeaseKeeper;
   private readonly runtime: SluiceRuntime;
+  private readonly logger: SluiceLogger;
+  /** Limited dependencies already said to go unchecked during this outage (`fail-open`). */
+  private readonly unchecked = new Set<string>();
   private readonly defaults: ResolvedDependencyOptions;
   private readonly fallbackMode: FallbackMode;
   private readonly fallbackShare: number;
   private readonly decisionTimeoutMs: number;
+  private readonly requestTimeoutMs: number;
   private closed = false;
 
   /**
@@ -80,12 +88,14 @@ export class Sluice extends PolicyEvents {
     const clock: Clock = options.clock ?? systemClock;
     const random: RandomSource = options.random ?? Math.random;
     const logger: SluiceLogger = options.logger === false ? silentLogger : (options.logger ?? consoleLogger);
+    this.logger = logger;
     this.defaults = resolveDependencyOptions(DEPENDENCY_DEFAULTS, options.defaults);
     this.fallbackMode = options.fallback ?? 'local';
     this.fallbackShare = options.fallbackShare ?? 1;
     if (!(this.fallbackShare > 0 && this.fallbackShare <= 1)) throw new TypeError('fallbackShare must be in (0, 1]');
     this.decisionTimeoutMs = options.decisionTimeoutMs ?? 50;
     const requestTimeoutMs = options.requestTimeoutMs ?? 1000;
+    this.requestTimeoutMs = requestTimeoutMs;
     const reportIntervalMs = options.reportIntervalMs ?? 200;
     positiveInteger('decisionTimeoutMs', this.decisionTimeoutMs, 1, 60_000);
     positiveInteger('requestTimeoutMs', requestTimeoutMs, 1, 60_000);
@@ -94,6 +104,9 @@ export class Sluice extends PolicyEvents {
     const agents = new Agents();
     this.link = new CoordinatorLink(logger, this.fallbackMode);
     this.onFallback = this.link.changes.event;
+    this.link.changes.event(({ active }) => {
+      if (!active) this.unchecked.clear();
+    });
     this.transport = new CoordinatorTransport({
       baseUrls,
       token: options.token,
@@ -114,14 +127,20 @@ export class Sluice extends PolicyEvents {
       idleTimeoutMs: options.streamIdleTimeoutMs ?? 45_000,
       timeoutMs: requestTimeoutMs,
     });
+    const timeouts = new TimeoutWatch();
+    this.leases = new LeaseKeeper(this.transport, this.link, timeouts, requestTimeoutMs);
     this.runtime = {
       clock,
       random,
       link: this.link,
       agents,
-      timeouts: new TimeoutWatch(),
+      timeouts,
+      leases: this.leases,
+      fallbackMode: this.fallbackMode,
       decideRetry: (dependency, request) => this.decideRetry(dependency, request),
-      admit: (dependency) => this.admit(dependency),
+      admit: (dependency, cost) => this.admit(dependency, cost),
+      firstView: (dependency, maxWaitMs) => this.firstView(dependency, maxWaitMs),
+      limitsUnchecked: (dependency) => this.limitsUnchecked(dependency),
       reportProbe: (dependency, token, success) => {
         if (dependency.pendingSince === 0) dependency.pendingSince = clock.now();
         dependency.probes.push({ token, success });
@@ -188,16 +207,18 @@ export class Sluice extends PolicyEvents {
   }
 
   /**
-   * Sends the pending report now.
+   * Sends the pending report now, and waits for the concurrency leases' releases and renewals under
+   * way (each bounded by `requestTimeoutMs`).
    * @example
    * await sluice.flush();
    */
-  flush(): Promise<void> {
-    return this.reporter.flush();
+  async flush(): Promise<void> {
+    await Promise.all([this.reporter.flush(), this.leases.settled()]);
   }
 
   /**
-   * Stops the event stream and timers and sends the last report. Call it on shutdown.
+   * Stops the event stream and timers, sends the last report and waits for the concurrency leases'
+   * releases under way. Call it on shutdown.
    * @example
    * process.on('SIGTERM', () => void sluice.close());
    */
@@ -206,7 +227,7 @@ export class Sluice extends PolicyEvents {
     this.closed = true;
     this.reporter.stop();
     this.feed.close();
-    await this.reporter.flush();
+    await this.flush();
     this.runtime.agents.destroy();
   }
 
@@ -255,16 +276,68 @@ export class Sluice extends PolicyEvents {
     }
   }
 
-  private async admit(dependency: FleetDependency): Promise<AdmitVerdict | undefined> {
+  /**
+   * Asks admit, waiting the decision timeout for the answer. The request itself may take the longer
+   * request timeout: an answer that comes after the caller stopped waiting may grant a lease nobody
+   * holds, and it is released then rather than left to expire.
+   */
+  private async admit(dependency: FleetDependency, cost: number): Promise<AdmitVerdict | undefined> {
+    const askedAt = Date.now();
+    const answer = this.transport.admit(dependency.name, Math.max(this.decisionTimeoutMs, this.requestTimeoutMs), cost);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>(
+      (resolve) => (timer = setTimeout(() => resolve(undefined), this.decisionTimeoutMs)),
+    );
     try {
-      const decision = await this.transport.admit(dependency.name, this.decisionTimeoutMs);
+      const decision = await Promise.race([answer, late]);
+      if (decision === undefined) {
+        void answer.then(
+          (lateDecision) => lateDecision.lease && this.leases.releaseUnheld(dependency.name, lateDecision.lease.id),
+          () => undefined,
+        );
+        throw new CoordinatorUnavailableError(`the coordinator did not answer within ${this.decisionTimeoutMs} ms`);
+      }
       this.link.succeeded('admit');
       dependency.applyState(decision.breaker.state);
-      return { allow: decision.allow, state: decision.breaker.state, probeToken: decision.probe?.token };
+      return {
+        allow: decision.allow,
+        reason: decision.reason,
+        state: decision.breaker.state,
+        retryAfterMs: decision.retryAfterMs,
+        probeToken: decision.probe?.token,
+        lease: decision.lease,
+        askedAt,
+      };
     } catch (error) {
       this.link.failed('admit', error);
       return undefined;
+    } finally {
+      clearTimeout(timer);
     }
+  }
+
+  /**
+   * Waits for the first view of a dependency while it is under way (it brings the limits): until the
+   * read ends, at most `maxWaitMs` and the read's own timeout.
+   */
+  private firstView(dependency: FleetDependency, maxWaitMs: number): Promise<void> {
+    const pending = dependency.firstView;
+    if (!pending || maxWaitMs <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, Math.min(maxWaitMs, this.requestTimeoutMs));
+      void pending.then(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  private limitsUnchecked(dependency: FleetDependency): void {
+    if (this.unchecked.has(dependency.name)) return;
+    this.unchecked.add(dependency.name);
+    this.logger.warn(
+      `${dependency.name}: rate and concurrency limits go unchecked while the coordinator is away (fail-open fallback)`,
+    );
   }
 }
 

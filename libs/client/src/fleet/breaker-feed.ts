@@ -55,7 +55,10 @@ export class BreakerFeed {
 
   /** A dependency was added: read its view now, and follow it on the stream. */
   follow(dependency: FleetDependency): void {
-    void this.read(dependency);
+    const first = this.read(dependency).finally(() => {
+      if (dependency.firstView === first) dependency.firstView = undefined;
+    });
+    dependency.firstView = first;
     if (!this.options.sse) return;
     this.reopen = true;
     if (this.reopenScheduled) return;

@@ -12,6 +12,7 @@ import {
 } from '@sluice/protocol';
 import { EventEmitter } from '../events';
 import { LocalGuard } from './local-guard';
+import { LocalLimits } from './local-limits';
 
 /** Latency histogram bounds the SDK reports with (ms); the counts have one more slot, for the overflow. */
 export const LATENCY_BOUNDS_MS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000];
@@ -40,6 +41,13 @@ export class FleetDependency {
   openUntil: number | null = null;
   /** The coordinator's policy and latency summary, from GET /deps/{dep}. */
   policy: DependencyPolicy | undefined;
+  /**
+   * True when the coordinator's policy has a rate or a concurrency limit: every attempt then asks
+   * admit first. False (no per-call request) for any other policy, and while none is known.
+   */
+  limited = false;
+  /** The first read of the view, while it is under way: calls wait for it (briefly) to learn the limits. */
+  firstView: Promise<void> | undefined;
   latency: LatencySummary | undefined;
   etag: string | undefined;
   lastReadAt = Number.NEGATIVE_INFINITY;
@@ -56,7 +64,11 @@ export class FleetDependency {
   pendingSince = 0;
 
   readonly local: LocalGuard;
+  /** The local fallback's rate and concurrency limits. */
+  readonly localLimits: LocalLimits;
   readonly changes = new EventEmitter<BreakerChange>();
+  /** Calls of this process waiting for a concurrency slot, in arrival order. */
+  private readonly slotWaiters: Array<() => void> = [];
   private slowCallMs: number;
   private readonly localPolicy: () => DependencyPolicy;
 
@@ -82,6 +94,7 @@ export class FleetDependency {
     this.local = new LocalGuard(this.localPolicy, share, (transition: BreakerTransition) =>
       this.changes.emit({ dependency: name, ...transition, source: 'local' }),
     );
+    this.localLimits = new LocalLimits(this.localPolicy, share);
   }
 
   /** The policy the local fallback uses: the coordinator's when known, under the configured override. */
@@ -113,6 +126,7 @@ export class FleetDependency {
 
   applyView(view: DependencyView, etag: string | undefined, now: number): void {
     this.policy = view.policy;
+    this.limited = Boolean(view.policy?.rateLimit || view.policy?.concurrency);
     this.latency = view.latency;
     this.etag = etag;
     this.lastReadAt = now;
@@ -174,6 +188,41 @@ export class FleetDependency {
       this.samples += report.latency.counts.reduce((sum, count) => sum + count, 0);
     }
     if (this.pendingSince === 0 || takenAt < this.pendingSince) this.pendingSince = takenAt;
+  }
+
+  /**
+   * Waits `ms` for a concurrency slot, or less: until one of this process's attempts gives its slot
+   * back (see {@link slotReleased}; the first waiter is woken first). Rejects with the signal's reason.
+   */
+  waitForSlot(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(signal.reason);
+        return;
+      }
+      const leave = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        const index = this.slotWaiters.indexOf(wake);
+        if (index >= 0) this.slotWaiters.splice(index, 1);
+      };
+      const wake = () => {
+        leave();
+        resolve();
+      };
+      const onAbort = () => {
+        leave();
+        reject(signal!.reason);
+      };
+      const timer = setTimeout(wake, ms);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.slotWaiters.push(wake);
+    });
+  }
+
+  /** A slot of this process was given back (its lease's release answered): the first waiter asks again. */
+  slotReleased(): void {
+    this.slotWaiters[0]?.();
   }
 
   /** Forgets pending counts (too old to matter to the fleet's window). */

@@ -253,6 +253,7 @@ function refusal(status: number, code: ErrorBody['code'], message: string, retry
   const body: ErrorBody & Record<string, unknown> = { statusCode: status, code, message };
   const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
   if (status === 400) body.details = [{ field: 'Idempotency-Key', message }];
+  if (code === 'in_flight') body.state = 'in_flight';
   if (retryAfterMs !== undefined) {
     body.retryAfterMs = retryAfterMs;
     headers['retry-after'] = String(Math.max(1, Math.ceil(retryAfterMs / 1000)));

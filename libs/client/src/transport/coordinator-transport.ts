@@ -42,9 +42,20 @@ export class CoordinatorTransport {
     return this.json('POST', `deps/${dep}/retry`, body, timeoutMs);
   }
 
-  /** POST /v1/{ns}/deps/{dep}/admit */
-  admit(dep: string, timeoutMs: number): Promise<AdmitDecision> {
-    return this.json('POST', `deps/${dep}/admit`, {}, timeoutMs);
+  /** POST /v1/{ns}/deps/{dep}/admit, with the call's cost against a rate limit when it is not 1. */
+  admit(dep: string, timeoutMs: number, cost = 1): Promise<AdmitDecision> {
+    return this.json('POST', `deps/${dep}/admit`, cost === 1 ? {} : { cost }, timeoutMs);
+  }
+
+  /** DELETE /v1/{ns}/deps/{dep}/leases/{id} (204); an unknown or expired lease is a 404. */
+  async releaseLease(dep: string, id: string, timeoutMs: number): Promise<void> {
+    const path = `deps/${dep}/leases/${encodeURIComponent(id)}`;
+    await this.parse<void>(await this.request('DELETE', path, undefined, timeoutMs), timeoutMs, true);
+  }
+
+  /** POST /v1/{ns}/deps/{dep}/leases/{id}/renew; an unknown or expired lease is a 404. */
+  renewLease(dep: string, id: string, timeoutMs: number): Promise<{ expiresAt: number }> {
+    return this.json('POST', `deps/${dep}/leases/${encodeURIComponent(id)}/renew`, undefined, timeoutMs);
   }
 
   /** POST /v1/{ns}/reports */
@@ -86,7 +97,8 @@ export class CoordinatorTransport {
     return this.parse<T>(await this.request(method, path, body, timeoutMs), timeoutMs);
   }
 
-  private async parse<T>(response: IncomingMessage, timeoutMs: number): Promise<T> {
+  /** Reads an answer: a 2xx one's JSON body (nothing when `expectEmpty`), else a CoordinatorUnavailableError. */
+  private async parse<T>(response: IncomingMessage, timeoutMs: number, expectEmpty = false): Promise<T> {
     const timer = setTimeout(() => response.destroy(timeoutError(timeoutMs)), timeoutMs);
     try {
       const text = (await readBody(response)).toString('utf8');
@@ -94,7 +106,7 @@ export class CoordinatorTransport {
       if (status < 200 || status >= 300) {
         throw new CoordinatorUnavailableError(`the coordinator answered ${status}: ${text.slice(0, 200)}`, { status });
       }
-      return JSON.parse(text) as T;
+      return (expectEmpty ? undefined : JSON.parse(text)) as T;
     } catch (error) {
       throw asUnavailable(error);
     } finally {
