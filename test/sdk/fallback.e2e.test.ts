@@ -20,7 +20,13 @@ describe('the coordinator is killed mid-run: local fallback, then back to the fl
   let coordinator: CoordinatorProcess;
   let server: FlakyServer;
   const env = () => ({
-    SLUICE_POLICIES_FILE: policiesFile({ orders: { backoff: { baseMs: 1, capMs: 5, jitter: 'full' } } }),
+    SLUICE_POLICIES_FILE: policiesFile({
+      orders: {
+        backoff: { baseMs: 1, capMs: 5, jitter: 'full' },
+        // The fleet breaker opens on the outage's late-reported failures however they are batched.
+        breaker: { minimumCalls: 5, failureRateThreshold: 0.3 },
+      },
+    }),
   });
 
   beforeAll(async () => {
