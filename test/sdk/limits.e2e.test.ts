@@ -302,6 +302,8 @@ describe('an admit answered after the decision timeout', () => {
       logger: false,
       sse: false,
       pollIntervalMs: 60_000,
+      // The one slow admit is the outage here: the late lease's release is what this case is about.
+      failuresBeforeFallback: 1,
     });
     const fallbacks: boolean[] = [];
     sluice.onFallback(({ active }) => fallbacks.push(active));

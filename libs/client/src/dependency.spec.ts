@@ -40,7 +40,8 @@ function setup(
 ) {
   const clock = new ManualClock();
   const fleet = new FleetDependency('pay', undefined, 1);
-  const link = new CoordinatorLink(silentLogger, fallbackMode);
+  // One failed exchange switches: these cases are about what the fallback decides.
+  const link = new CoordinatorLink(silentLogger, fallbackMode, 1);
   const asked: RetryRequest[] = [];
   const probes: Array<{ token: string; success: boolean }> = [];
   /** Admit answers in turn (undefined: the coordinator did not answer; a promise: answered then); the last one repeats. */

@@ -131,6 +131,12 @@ export interface SluiceOptions {
   fallback?: FallbackMode;
   /** This process's share of the fleet (0–1], scaling the local budget's floor (default 1). */
   fallbackShare?: number;
+  /**
+   * Failed exchanges in a row with the coordinator before the fallback takes over (default 3).
+   * Before that, a retry whose decision failed is not made: a slow coordinator never lets the
+   * fleet's budget leak through every client's local one.
+   */
+  failuresBeforeFallback?: number;
   /** Where the SDK's log lines go (default the console); false for none. */
   logger?: SluiceLogger | false;
   /** For tests: the clock deadlines and windows are measured on. */

@@ -8,6 +8,7 @@ import { fetchThrough, type SluiceFetchInit } from './fetch';
 import { BreakerFeed } from './fleet/breaker-feed';
 import {
   CoordinatorLink,
+  FAILURES_BEFORE_FALLBACK,
   consoleLogger,
   silentLogger,
   type FallbackChange,
@@ -102,7 +103,9 @@ export class Sluice extends PolicyEvents {
     positiveInteger('reportIntervalMs', reportIntervalMs, 1, 60_000);
 
     const agents = new Agents();
-    this.link = new CoordinatorLink(logger, this.fallbackMode);
+    const failuresBeforeFallback = options.failuresBeforeFallback ?? FAILURES_BEFORE_FALLBACK;
+    positiveInteger('failuresBeforeFallback', failuresBeforeFallback, 1, 100);
+    this.link = new CoordinatorLink(logger, this.fallbackMode, failuresBeforeFallback);
     this.onFallback = this.link.changes.event;
     this.link.changes.event(({ active }) => {
       if (!active) this.unchecked.clear();
@@ -255,7 +258,8 @@ export class Sluice extends PolicyEvents {
           breakerState: decision.breaker.state,
         };
       } catch (error) {
-        this.link.failed('retry', error);
+        // A hiccup, not yet an outage: no retry without the fleet's grant.
+        if (!this.link.failed('retry', error)) return { allow: false, reason: 'coordinator_unavailable', delayMs: 0 };
       }
     }
     const now = this.runtime.clock.now();

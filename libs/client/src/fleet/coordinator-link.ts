@@ -31,26 +31,41 @@ export const consoleLogger: SluiceLogger = {
 
 export const silentLogger: SluiceLogger = { warn: () => undefined, info: () => undefined };
 
-/** Tracks whether the coordinator answers, and switches the SDK to and from its local fallback. */
+/** Consecutive failed exchanges with the coordinator before the SDK switches to its fallback. */
+export const FAILURES_BEFORE_FALLBACK = 3;
+
+/**
+ * Tracks whether the coordinator answers, and switches the SDK to and from its local fallback.
+ * One slow or failed exchange is a hiccup, not an outage: the fallback (with its own, unshared
+ * budget) takes over only after FAILURES_BEFORE_FALLBACK in a row, so a busy coordinator cannot
+ * make the fleet's budget leak through every client's local one.
+ */
 export class CoordinatorLink {
   /** True while the local fallback decides. */
   fallback = false;
   readonly changes = new EventEmitter<FallbackChange>();
+  private consecutiveFailures = 0;
 
   constructor(
     private readonly logger: SluiceLogger,
     private readonly mode: string,
+    private readonly failuresBeforeFallback = FAILURES_BEFORE_FALLBACK,
   ) {}
 
-  failed(during: string, error: unknown): void {
-    if (this.fallback) return;
+  /** Counts a failed exchange; true once the fallback decides. */
+  failed(during: string, error: unknown): boolean {
+    if (this.fallback) return true;
+    this.consecutiveFailures += 1;
+    if (this.consecutiveFailures < this.failuresBeforeFallback) return false;
     this.fallback = true;
     const why = (error as Error)?.message ?? String(error);
     this.logger.warn(`coordinator unavailable during ${during} (${why}); using the ${this.mode} fallback`);
     this.changes.emit({ active: true, during, error });
+    return true;
   }
 
   succeeded(during: string): void {
+    this.consecutiveFailures = 0;
     if (!this.fallback) return;
     this.fallback = false;
     this.logger.info(`coordinator answers again (${during}); back to fleet decisions`);

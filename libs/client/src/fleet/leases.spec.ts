@@ -16,7 +16,7 @@ function setup(answer: (call: string) => Promise<unknown> = async () => ({ expir
       return (await answer('renew')) as { expiresAt: number };
     },
   };
-  const link = new CoordinatorLink(silentLogger, 'local');
+  const link = new CoordinatorLink(silentLogger, 'local', 1);
   const keeper = new LeaseKeeper(transport, link, new TimeoutWatch(), 1000);
   return { calls, link, keeper };
 }

@@ -1,0 +1,22 @@
+import { CoordinatorLink, FAILURES_BEFORE_FALLBACK, silentLogger } from './coordinator-link';
+
+describe('CoordinatorLink', () => {
+  it('switches to the fallback only after failures in a row, and a success starts the count again', () => {
+    const link = new CoordinatorLink(silentLogger, 'local');
+    const switches: boolean[] = [];
+    link.changes.event(({ active }) => switches.push(active));
+    expect(FAILURES_BEFORE_FALLBACK).toBe(3);
+    expect(link.failed('retry', new Error('slow'))).toBe(false);
+    expect(link.failed('report', new Error('slow'))).toBe(false);
+    link.succeeded('retry');
+    expect(link.failed('retry', new Error('slow'))).toBe(false);
+    expect(link.failed('retry', new Error('slow'))).toBe(false);
+    expect(link.fallback).toBe(false);
+    expect(link.failed('admit', new Error('down'))).toBe(true);
+    expect(link.fallback).toBe(true);
+    expect(link.failed('report', new Error('down'))).toBe(true);
+    link.succeeded('report');
+    expect(link.fallback).toBe(false);
+    expect(switches).toEqual([true, false]);
+  });
+});
