@@ -1,0 +1,468 @@
+// The fleet simulation: retry amplification on a real HTTP dependency, per strategy, side by side.
+// For each fleet size N and each strategy in turn: the same scripted dependency (healthy, full
+// outage, brown-out, recovery), N caller processes sending the same offered load, and, for the
+// sluice strategy, two coordinator instances on one Redis. Prints one table, writes the raw
+// per-100 ms series as JSON and a chart as SVG. Run with `npm run bench:fleet` (builds dist/ first);
+// `npm run bench:fleet -- --help` lists the options.
+import { fork, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { TOLERANCE, checks, figures, notes, table } from './analyse.mjs';
+import { renderChart } from './chart.mjs';
+import { CALL_DEADLINE_MS, DEPENDENCY, USAGE, readOptions, runPolicy, scenarioMs } from './scenario.mjs';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(HERE, '../../..');
+const PREFIX = `sluice-fleet-${process.pid}-${Date.now().toString(36)}`;
+const startedAt = Date.now();
+
+let options;
+try {
+  options = readOptions();
+} catch (error) {
+  console.error(`${error.message}\n\n${USAGE}`);
+  process.exit(64);
+}
+if (options.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+const POLICY = runPolicy(options);
+const outDir = options.outDir ?? join(HERE, 'results');
+const chartFile = options.chart ?? join(HERE, options.breakers ? 'fleet.svg' : 'fleet-budgets.svg');
+
+// ---------------------------------------------------------------------------------------------
+// Child processes: every one is tracked, and none outlives the benchmark.
+
+const children = new Set();
+
+function track(child, name) {
+  child.name = name;
+  child.output = '';
+  const keep = (chunk) => (child.output = (child.output + chunk).slice(-4000));
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  child.exited = once(child, 'exit').then(([code, signal]) => {
+    children.delete(child);
+    return { code, signal };
+  });
+  children.add(child);
+  return child;
+}
+
+/** The inherited environment without SLUICE_* variables, so only ours apply. */
+function cleanEnv(extra = {}) {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('SLUICE_')));
+  return { ...env, ...extra };
+}
+
+function forkChild(file, args, name) {
+  const child = fork(join(HERE, file), args, { cwd: ROOT, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  return track(child, name);
+}
+
+/** The next message of `type` from `child`; fails if the child exits first or the time runs out. */
+function nextMessage(child, type, timeoutMs) {
+  return new Promise((resolve, reject) => {
+    const done = (fn, value) => {
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+      fn(value);
+    };
+    const onMessage = (message) => message?.type === type && done(resolve, message);
+    const onExit = (code, signal) =>
+      done(reject, new Error(`${child.name} exited (${code ?? signal}) before '${type}':\n${child.output.trim()}`));
+    const timer = setTimeout(
+      () => done(reject, new Error(`${child.name}: no '${type}' within ${timeoutMs} ms:\n${child.output.trim()}`)),
+      timeoutMs,
+    );
+    child.on('message', onMessage);
+    child.on('exit', onExit);
+  });
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`. */
+async function stopChild(child, graceMs = 3000) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await child.exited;
+  clearTimeout(timer);
+}
+
+async function freePort() {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address();
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The coordinators: two instances of the built service, one Redis, one key prefix.
+
+let policiesDir;
+let redisUsed = false;
+
+async function startCoordinators(namespaces) {
+  policiesDir = await mkdtemp(join(os.tmpdir(), 'sluice-fleet-'));
+  const policiesFile = join(policiesDir, 'policies.json');
+  const document = {
+    namespaces: Object.fromEntries(namespaces.map((ns) => [ns, { dependencies: { [DEPENDENCY]: POLICY } }])),
+  };
+  await writeFile(policiesFile, JSON.stringify(document, null, 2));
+  redisUsed = true;
+  const urls = [];
+  for (let i = 0; i < 2; i++) {
+    const port = await freePort();
+    const child = track(
+      spawn(process.execPath, ['dist/apps/coordinator/src/main.js'], {
+        cwd: ROOT,
+        env: cleanEnv({
+          SLUICE_PORT: String(port),
+          SLUICE_REDIS_URL: options.redisUrl,
+          SLUICE_KEY_PREFIX: PREFIX,
+          SLUICE_POLICIES_FILE: policiesFile,
+          SLUICE_LOG_LEVEL: 'warn',
+          ...(options.storeTimeoutMs ? { SLUICE_STORE_TIMEOUT_MS: String(options.storeTimeoutMs) } : {}),
+        }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }),
+      `coordinator-${i}`,
+    );
+    urls.push({ url: `http://127.0.0.1:${port}`, child });
+  }
+  await Promise.all(urls.map(({ url, child }) => waitReady(`${url}/health/ready`, child)));
+  return urls.map(({ url }) => url);
+}
+
+async function waitReady(url, child, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`${child.name} exited before it was ready:\n${child.output.trim()}`);
+    }
+    try {
+      const response = await fetch(url);
+      await response.arrayBuffer();
+      if (response.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(100);
+  }
+  throw new Error(`${url} was not ready within ${timeoutMs} ms:\n${child.output.trim()}`);
+}
+
+/**
+ * HTTP requests the coordinators have served, by method and route (their own /metrics and /health
+ * left out), and the retry decisions that took them longer than 50 ms (the SDK's decision timeout).
+ */
+async function coordinatorRequests(urls) {
+  const routes = {};
+  const decisions = {};
+  let slowRetries = 0;
+  for (const url of urls) {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    for (const line of text.split('\n')) {
+      const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+      const route = /route="([^"]*)"/.exec(line)?.[1] ?? '?';
+      if (line.startsWith('sluice_http_request_duration_seconds_bucket{') && route.endsWith('/retry')) {
+        const le = /le="([^"]*)"/.exec(line)?.[1];
+        if (le === '+Inf') slowRetries += value;
+        if (le === '0.05') slowRetries -= value;
+      }
+      if (line.startsWith('sluice_retry_decisions_total{')) {
+        const result = /result="([^"]*)"/.exec(line)?.[1] ?? '?';
+        decisions[result] = (decisions[result] ?? 0) + value;
+      }
+      if (!line.startsWith('sluice_http_request_duration_seconds_count{')) continue;
+      if (route.startsWith('/metrics') || route.startsWith('/health')) continue;
+      const key = `${/method="([^"]*)"/.exec(line)?.[1] ?? '?'} ${route}`;
+      routes[key] = (routes[key] ?? 0) + value;
+    }
+  }
+  return { routes, decisions, slowRetries };
+}
+
+function difference(after, before) {
+  const byRoute = {};
+  let total = 0;
+  for (const [route, count] of Object.entries(after.routes)) {
+    const delta = count - (before.routes[route] ?? 0);
+    if (delta > 0) {
+      byRoute[route] = delta;
+      total += delta;
+    }
+  }
+  const decisions = {};
+  for (const [result, count] of Object.entries(after.decisions)) {
+    if (count - (before.decisions[result] ?? 0) > 0) decisions[result] = count - (before.decisions[result] ?? 0);
+  }
+  return { total, byRoute, decisions, retryDecisionsOver50ms: after.slowRetries - before.slowRetries };
+}
+
+/** Follows the dependency's breaker over the coordinator's event stream; `close()` returns its transitions. */
+async function observeBreaker(url, namespace) {
+  const controller = new AbortController();
+  const transitions = [];
+  const response = await fetch(`${url}/v1/${namespace}/events?deps=${DEPENDENCY}`, {
+    headers: { accept: 'text/event-stream' },
+    signal: controller.signal,
+  });
+  if (response.status !== 200) throw new Error(`event stream of ${url}: ${response.status}`);
+  const reading = (async () => {
+    const decoder = new TextDecoder();
+    let buffer = '';
+    try {
+      for await (const chunk of response.body) {
+        buffer += decoder.decode(chunk, { stream: true }).replace(/\r\n/g, '\n');
+        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+          const frame = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = /^data: ?(.*)$/m.exec(frame)?.[1];
+          if (/^event: ?breaker$/m.test(frame) && data)
+            transitions.push({ at: Date.now(), state: JSON.parse(data).state });
+        }
+      }
+    } catch {
+      // aborted by close()
+    }
+  })();
+  return {
+    async close() {
+      controller.abort();
+      await reading;
+      return transitions;
+    },
+  };
+}
+
+/** Deletes every key of this run's prefix (and only those) from the shared Redis. */
+async function deleteRedisKeys() {
+  if (!redisUsed) return 0;
+  const redis = new Redis(options.redisUrl, { protocol: 2, lazyConnect: true, maxRetriesPerRequest: 2 });
+  await redis.connect();
+  let deleted = 0;
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 1000);
+      if (keys.length > 0) deleted += await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+  return deleted;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clean-up: on success, error, SIGINT or SIGTERM, every child stops and our Redis keys go.
+
+let cleaning;
+function cleanup() {
+  cleaning ??= (async () => {
+    await Promise.all([...children].map((child) => stopChild(child)));
+    try {
+      const deleted = await deleteRedisKeys();
+      if (deleted > 0) process.stderr.write(`deleted ${deleted} Redis keys under ${PREFIX}:\n`);
+    } catch (error) {
+      process.stderr.write(`could not delete the Redis keys under ${PREFIX}: (${error.message})\n`);
+    }
+    if (policiesDir) await rm(policiesDir, { recursive: true, force: true });
+  })();
+  return cleaning;
+}
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    interrupted = true;
+    process.stderr.write(`\n${signal}: stopping every process this benchmark started\n`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+process.on('exit', () => {
+  for (const child of children) child.kill('SIGKILL');
+});
+
+// ---------------------------------------------------------------------------------------------
+// One run: one strategy, one fleet size.
+
+async function runOne({ n, strategy, namespace }, dependency, coordinatorUrls, deadUrl) {
+  const rate = options.ratePerCaller ?? options.totalRps / n;
+  const interval = 1000 / rate;
+  const lengthMs = scenarioMs(options.phases);
+  const callers = [];
+  for (let id = 0; id < n; id++) {
+    const config = {
+      id: String(id),
+      strategy,
+      dependencyUrl: dependency.url,
+      coordinatorUrls:
+        strategy === 'sluice' ? (id % 2 === 0 ? coordinatorUrls : [...coordinatorUrls].reverse()) : [deadUrl],
+      namespace,
+      decisionTimeoutMs: options.decisionTimeoutMs,
+      policy: POLICY,
+      phases: options.phases,
+      rate,
+      // Callers are staggered within one interval, so the fleet's load is even.
+      offsetMs: (id * interval) / n,
+    };
+    callers.push(forkChild('caller.mjs', [JSON.stringify(config)], `caller-${id}`));
+  }
+  await Promise.all(callers.map((caller) => nextMessage(caller, 'ready', 30_000)));
+  // The fleet breaker's transitions, as the coordinator pushes them (this stream is not counted:
+  // it ends after the coordinators' counts are read).
+  const observer = strategy === 'sluice' ? await observeBreaker(coordinatorUrls[1], namespace) : null;
+  const before = strategy === 'sluice' ? await coordinatorRequests(coordinatorUrls) : null;
+
+  const t0 = Date.now() + 500;
+  dependency.child.send({
+    type: 'start',
+    t0,
+    phases: options.phases,
+    brownoutRate: options.brownoutRate,
+    retryAfterSeconds: options.retryAfterSeconds,
+    latencyMs: options.latencyMs,
+  });
+  await nextMessage(dependency.child, 'started', 5000);
+  const results = callers.map((caller) => nextMessage(caller, 'result', lengthMs + CALL_DEADLINE_MS + 30_000));
+  for (const caller of callers) caller.send({ type: 'start', t0 });
+  const callerResults = await Promise.all(results);
+
+  // The callers close (the SDK sends its last report and ends its stream), then the counts are read.
+  for (const caller of callers) caller.send({ type: 'stop' });
+  await Promise.all(callers.map((caller) => Promise.race([caller.exited, sleep(5000)])));
+  await Promise.all(callers.map((caller) => stopChild(caller, 1000)));
+  const coordinator = before ? difference(await coordinatorRequests(coordinatorUrls), before) : null;
+  dependency.child.send({ type: 'collect' });
+  const { counts } = await nextMessage(dependency.child, 'counts', 5000);
+  const fleetBreaker = observer ? (await observer.close()).map(({ at, state }) => [at - t0, state]) : null;
+  return {
+    strategy,
+    n,
+    rate,
+    phases: options.phases,
+    policy: POLICY,
+    callers: callerResults,
+    dependency: counts,
+    coordinator,
+    fleetBreaker,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main() {
+  const plan = [];
+  options.fleetSizes.forEach((n, i) => {
+    for (const strategy of options.strategies) plan.push({ n, strategy, namespace: `fleet-${i}-n${n}` });
+  });
+  const lengthS = scenarioMs(options.phases) / 1000;
+  process.stderr.write(
+    `fleet simulation: ${plan.length} runs of ${lengthS} s (phases ${JSON.stringify(options.phases)}), ` +
+      `${options.ratePerCaller ? `${options.ratePerCaller} requests/s per caller` : `${options.totalRps} requests/s offered by each fleet`}\n`,
+  );
+
+  const dependencyChild = forkChild('dependency.mjs', [], 'dependency');
+  const { port } = await nextMessage(dependencyChild, 'ready', 10_000);
+  const dependency = { child: dependencyChild, url: `http://127.0.0.1:${port}` };
+  const sluiceRuns = plan.filter((run) => run.strategy === 'sluice');
+  const coordinatorUrls = sluiceRuns.length > 0 ? await startCoordinators(sluiceRuns.map((run) => run.namespace)) : [];
+  // Nothing listens here: the local-budget callers' SDK finds no coordinator and decides locally.
+  const deadUrl = `http://127.0.0.1:${await freePort()}`;
+
+  const runs = [];
+  for (const step of plan) {
+    const begun = Date.now();
+    process.stderr.write(`N=${step.n} ${step.strategy}: `);
+    const run = await runOne(step, dependency, coordinatorUrls, deadUrl);
+    run.figures = figures(run);
+    runs.push(run);
+    const f = run.figures;
+    process.stderr.write(
+      `outage ×${f.amplificationOutage.toFixed(2)}, brown-out ×${f.amplificationBrownout.toFixed(2)}, ` +
+        `${f.probes} probes, caller loop delay p99 ${f.callerLoopDelayP99Ms} ms (${((Date.now() - begun) / 1000).toFixed(1)} s)\n`,
+    );
+  }
+
+  const rows = runs.map((run) => run.figures);
+  const offeredRps = Object.fromEntries(runs.map((run) => [run.n, Math.round(run.rate * run.n)]));
+  await mkdir(outDir, { recursive: true });
+  const stamp = new Date(startedAt).toISOString().replace(/[:.]/g, '-');
+  const jsonFile = join(outDir, `fleet-${stamp}.json`);
+  await writeFile(
+    jsonFile,
+    JSON.stringify(
+      {
+        startedAt: new Date(startedAt).toISOString(),
+        options,
+        policy: POLICY,
+        binMs: 100,
+        host: { cpus: os.cpus().length, node: process.version },
+        runs: runs.map(
+          ({ strategy, n, rate, phases, figures: f, dependency: d, callers, coordinator, fleetBreaker }) => ({
+            strategy,
+            n,
+            ratePerCaller: rate,
+            phases,
+            figures: f,
+            dependency: d,
+            callers: callers.map(({ id, calls, seen, loopDelayP99Ms }) => ({ id, calls, seen, loopDelayP99Ms })),
+            coordinator,
+            fleetBreaker,
+          }),
+        ),
+      },
+      null,
+      1,
+    ),
+  );
+  const svg = renderChart(
+    runs.map((run) => ({ strategy: run.strategy, n: run.n, received: run.dependency.received })),
+    {
+      phases: options.phases,
+      offeredRps,
+      title: options.breakers
+        ? 'Requests received by the dependency per second (100 ms bins)'
+        : 'Requests received by the dependency per second (100 ms bins), breakers off: budgets only',
+    },
+  );
+  await mkdir(dirname(chartFile), { recursive: true });
+  await writeFile(chartFile, svg);
+
+  await cleanup();
+  const results = checks(rows, POLICY);
+  const lines = [
+    '',
+    table(rows),
+    '',
+    `Policy: retryBudget ${JSON.stringify(POLICY.retryBudget)}, breaker ${JSON.stringify(POLICY.breaker)}.`,
+    `Amplification: requests received ÷ first attempts offered, per phase. Tolerance: ${TOLERANCE}.`,
+    ...notes(runs),
+    '',
+    ...results.map((result) => `${result.ok ? 'holds ' : 'FAILS '} ${result.text}`),
+    '',
+    `raw series: ${relative(process.cwd(), jsonFile)}`,
+    `chart:      ${relative(process.cwd(), chartFile)}`,
+    `wall time:  ${((Date.now() - startedAt) / 1000).toFixed(0)} s`,
+  ];
+  console.log(lines.join('\n'));
+  if (results.some((result) => !result.ok)) process.exitCode = 1;
+}
+
+main().catch(async (error) => {
+  if (!interrupted) console.error(error);
+  await cleanup();
+  process.exit(1);
+});

@@ -1,0 +1,184 @@
+// The fleet simulation's shared definitions: the dependency's scripted life, the policy every
+// strategy is held to, the headers callers mark their requests with, and the options of a run.
+
+/** Every count is kept per bin of this many ms, from the scenario's start. */
+export const BIN_MS = 100;
+
+/** The dependency's phases, in order. */
+export const PHASES = ['healthy', 'outage', 'brownout', 'recovery'];
+
+/** Headers the callers set on every request, so the dependency can count per caller and kind. */
+export const HEADERS = {
+  caller: 'x-fleet-caller',
+  attempt: 'x-fleet-attempt',
+  probe: 'x-fleet-probe',
+};
+
+/** The dependency every caller calls, by its name at the coordinator. */
+export const DEPENDENCY = 'inventory';
+
+/**
+ * The policy of the dependency: the coordinator's (seeded from a policies file), the local
+ * fallback's (passed as `fallbackPolicy`, so it is the same document), and the one cockatiel is
+ * configured from. The floor is small for the fleet (2 retries/s for everyone), so that a floor
+ * per process (local-budget) shows up as the fleet grows.
+ */
+export const POLICY = Object.freeze({
+  retryBudget: { ratio: 0.1, minRetriesPerSecond: 2, windowSeconds: 10, maxAttempts: 3 },
+  backoff: { baseMs: 50, capMs: 1000, jitter: 'full' },
+  breaker: {
+    failureRateThreshold: 0.5,
+    slowCallRateThreshold: 1,
+    slowCallMs: 1000,
+    minimumCalls: 20,
+    windowSeconds: 5,
+    openMs: 1000,
+    maxOpenMs: 2000,
+    halfOpenProbes: 1,
+    closeAfterSuccesses: 1,
+    probeLeaseMs: 2000,
+    minReporters: 1,
+  },
+});
+
+/**
+ * The policy of a run: POLICY, or with `breakers: false` the same with breakers that never open
+ * (the largest minimumCalls a policy may have), so that only the retry budgets act.
+ */
+export function runPolicy({ breakers }) {
+  if (breakers) return POLICY;
+  return Object.freeze({ ...POLICY, breaker: { ...POLICY.breaker, minimumCalls: 1_000_000 } });
+}
+
+/** Deadline of one call (every attempt and backoff included), and timeout of one attempt, in ms. */
+export const CALL_DEADLINE_MS = 3000;
+export const ATTEMPT_TIMEOUT_MS = 1000;
+
+/** Immediate retries of the naive strategy (4 attempts per call). */
+export const NAIVE_RETRIES = 3;
+
+export const STRATEGIES = ['naive', 'cockatiel', 'local-budget', 'sluice'];
+
+/** Phase boundaries in ms from the start: { healthy: [0, 4000], outage: [4000, 12000], ... }. */
+export function phaseBounds(phases) {
+  const bounds = {};
+  let at = 0;
+  for (const name of PHASES) {
+    bounds[name] = [at, at + phases[name] * 1000];
+    at += phases[name] * 1000;
+  }
+  return bounds;
+}
+
+/** The scenario's length in ms. */
+export function scenarioMs(phases) {
+  return PHASES.reduce((sum, name) => sum + phases[name] * 1000, 0);
+}
+
+/** The phase at `t` ms from the start (`after` once the scenario is over). */
+export function phaseAt(phases, t) {
+  let at = 0;
+  for (const name of PHASES) {
+    at += phases[name] * 1000;
+    if (t < at) return name;
+  }
+  return 'after';
+}
+
+/**
+ * The brown-out's failures, spread evenly and reproducibly: the i-th request of the brown-out
+ * (0-based) fails when floor((i + 1) × rate) > floor(i × rate), so any run of requests fails at the
+ * rate within one request, whatever order they come in.
+ */
+export function brownoutFails(index, rate) {
+  return Math.floor((index + 1) * rate + 1e-9) > Math.floor(index * rate + 1e-9);
+}
+
+/** Options from flags (`--name value` or `--name=value`), then FLEET_* variables, then defaults. */
+export function readOptions(argv = process.argv.slice(2), env = process.env) {
+  const flags = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (!arg.startsWith('--')) throw new Error(`unexpected argument ${arg}`);
+    const eq = arg.indexOf('=');
+    if (eq > 0) flags[arg.slice(2, eq)] = arg.slice(eq + 1);
+    else if (arg === '--help') flags.help = 'true';
+    else flags[arg.slice(2)] = argv[++i];
+  }
+  const pick = (flag, variable, fallback) => flags[flag] ?? env[variable] ?? fallback;
+  const number = (flag, variable, fallback, min, max) => {
+    const value = Number(pick(flag, variable, fallback));
+    if (!Number.isFinite(value) || value < min || value > max) {
+      throw new Error(`--${flag} (${variable}) must be a number from ${min} to ${max}`);
+    }
+    return value;
+  };
+  const list = (flag, variable, fallback) =>
+    String(pick(flag, variable, fallback))
+      .split(',')
+      .map((item) => item.trim())
+      .filter(Boolean);
+
+  const fleetSizes = list('fleet-sizes', 'FLEET_SIZES', '8,16').map(Number);
+  if (fleetSizes.some((n) => !Number.isInteger(n) || n < 1 || n > 256)) {
+    throw new Error('--fleet-sizes (FLEET_SIZES) must be integers from 1 to 256, e.g. 8,16');
+  }
+  const strategies = list('strategies', 'FLEET_STRATEGIES', STRATEGIES.join(','));
+  for (const strategy of strategies) {
+    if (!STRATEGIES.includes(strategy)) throw new Error(`unknown strategy ${strategy} (${STRATEGIES.join(', ')})`);
+  }
+  const phaseList = list('phases', 'FLEET_PHASES', '4,8,6,6').map(Number);
+  if (phaseList.length !== 4 || phaseList.some((s) => !(s > 0 && s <= 600))) {
+    throw new Error('--phases (FLEET_PHASES) must be 4 durations in seconds: healthy,outage,brownout,recovery');
+  }
+  const ratePerCaller = pick('rate', 'FLEET_RATE', undefined);
+  return {
+    help: flags.help === 'true',
+    fleetSizes,
+    strategies,
+    phases: Object.fromEntries(PHASES.map((name, i) => [name, phaseList[i]])),
+    /** Offered load of the whole fleet, split evenly across its callers (unless `rate` is set). */
+    totalRps: number('total-rps', 'FLEET_TOTAL_RPS', 400, 1, 20_000),
+    /** Offered load of each caller; when set, the fleet's load grows with N. */
+    ratePerCaller: ratePerCaller === undefined ? undefined : number('rate', 'FLEET_RATE', 50, 0.1, 5000),
+    brownoutRate: number('brownout-rate', 'FLEET_BROWNOUT_RATE', 0.3, 0, 1),
+    retryAfterSeconds: number('retry-after', 'FLEET_RETRY_AFTER', 1, 0, 60),
+    breakers: parseSwitch(pick('breakers', 'FLEET_BREAKERS', 'on'), 'breakers', 'FLEET_BREAKERS'),
+    latencyMs: number('latency-ms', 'FLEET_LATENCY_MS', 2, 0, 1000),
+    /** The SDK's decisionTimeoutMs for the sluice strategy (default: the SDK's own, 50 ms). */
+    decisionTimeoutMs:
+      pick('decision-timeout-ms', 'FLEET_DECISION_TIMEOUT_MS', undefined) === undefined
+        ? undefined
+        : number('decision-timeout-ms', 'FLEET_DECISION_TIMEOUT_MS', 50, 1, 60_000),
+    /** The coordinators' SLUICE_STORE_TIMEOUT_MS (default: the service's own, 50 ms). */
+    storeTimeoutMs:
+      pick('store-timeout-ms', 'FLEET_STORE_TIMEOUT_MS', undefined) === undefined
+        ? undefined
+        : number('store-timeout-ms', 'FLEET_STORE_TIMEOUT_MS', 50, 1, 60_000),
+    redisUrl: pick('redis-url', 'FLEET_REDIS_URL', 'redis://127.0.0.1:6379'),
+    outDir: pick('out', 'FLEET_OUT', undefined),
+    chart: pick('chart', 'FLEET_CHART', undefined),
+  };
+}
+
+function parseSwitch(value, flag, variable) {
+  if (value === 'on' || value === 'true') return true;
+  if (value === 'off' || value === 'false') return false;
+  throw new Error(`--${flag} (${variable}) must be on or off`);
+}
+
+export const USAGE = `npm run bench:fleet -- [options]   (each also as an environment variable)
+  --fleet-sizes 8,16         FLEET_SIZES                caller processes, one run per size and strategy
+  --strategies a,b           FLEET_STRATEGIES           ${STRATEGIES.join(',')}
+  --phases 4,8,6,6           FLEET_PHASES               seconds of healthy, outage, brown-out, recovery
+  --total-rps 400            FLEET_TOTAL_RPS            offered load of the whole fleet, split across its callers
+  --rate 50                  FLEET_RATE                 offered load per caller instead (the fleet's grows with N)
+  --breakers on|off          FLEET_BREAKERS             off: breakers that never open, only the budgets act
+  --brownout-rate 0.3        FLEET_BROWNOUT_RATE        share of 503s during the brown-out
+  --retry-after 1            FLEET_RETRY_AFTER          Retry-After (s) on the brown-out's 503s
+  --latency-ms 2             FLEET_LATENCY_MS           the dependency's latency when it answers 200
+  --decision-timeout-ms 50   FLEET_DECISION_TIMEOUT_MS  the SDK's decisionTimeoutMs (sluice; default: the SDK's)
+  --store-timeout-ms 50      FLEET_STORE_TIMEOUT_MS     the coordinators' SLUICE_STORE_TIMEOUT_MS (default: the service's)
+  --redis-url URL            FLEET_REDIS_URL            the Redis both coordinators share (keys under a unique prefix)
+  --out DIR                  FLEET_OUT                  raw series (default test/bench/fleet/results)
+  --chart FILE               FLEET_CHART                the SVG chart (default test/bench/fleet/fleet.svg)`;
