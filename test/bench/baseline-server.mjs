@@ -1,22 +1,22 @@
 // The least a retry decision can cost over HTTP: a bare node:http server that parses the
-// request body and runs the same decide_retry script, with the same keys and arguments as
-// RedisStore.decideRetry. Env: BENCH_PORT, BENCH_REDIS_URL, BENCH_KEY_PREFIX, BENCH_BUDGET (JSON).
+// request body and makes the same store call as the coordinator (RedisStore.decideRetry: the same
+// decide_retry script, keys and arguments). Env: BENCH_PORT, BENCH_REDIS_URL, BENCH_KEY_PREFIX,
+// BENCH_BUDGET (JSON).
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { Redis } from 'ioredis';
 
 const require = createRequire(import.meta.url);
-const { loadScript } = require('../../dist/libs/store/src/redis/scripts.js');
+const { RedisStore, SluiceKeys } = require('../../dist/libs/store/src/index.js');
 
 const port = Number(process.env.BENCH_PORT);
 const prefix = process.env.BENCH_KEY_PREFIX;
 const budget = JSON.parse(process.env.BENCH_BUDGET);
 const ROUTE = /^\/v1\/([a-z0-9][a-z0-9._-]*)\/deps\/([a-z0-9][a-z0-9._-]*)\/retry$/;
-const VERDICTS = { 1: 'granted', 2: 'budget_exhausted', 3: 'deadline_exceeded' };
 const BACKOFF = { baseMs: 50, capMs: 2000 };
 
 const redis = new Redis(process.env.BENCH_REDIS_URL, { protocol: 2 });
-redis.defineCommand('decideRetry', { lua: loadScript('decide_retry'), numberOfKeys: 1 });
+const store = new RedisStore({ client: redis, keys: new SluiceKeys(prefix), timeoutMs: 1000 });
 
 function send(res, status, body) {
   const text = JSON.stringify(body);
@@ -41,21 +41,16 @@ function readJson(req) {
 
 async function decide(namespace, dependency, body) {
   const delayMs = Math.floor(Math.random() * Math.min(BACKOFF.capMs, BACKOFF.baseMs * 2 ** (body.attempt - 1)));
-  const [code, retries, requests, limit] = await redis.decideRetry(
-    `${prefix}:{${namespace}/${dependency}}:budget`,
-    budget.ratio,
-    budget.minRetriesPerSecond,
-    budget.windowSeconds,
-    delayMs,
-    body.deadlineMs ?? -1,
+  const outcome = await store.decideRetry(
+    { namespace, dependency },
+    { budget, delayMs, deadlineMs: body.deadlineMs },
   );
-  const reason = VERDICTS[code];
   return {
-    allow: reason === 'granted',
-    reason,
+    allow: outcome.verdict === 'granted',
+    reason: outcome.verdict,
     delayMs,
-    budget: { retries, requests, limit, windowSeconds: budget.windowSeconds },
-    breaker: { state: 'closed' },
+    budget: outcome.budget,
+    breaker: { state: outcome.breaker.record.state },
     shadow: false,
   };
 }

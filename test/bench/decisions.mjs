@@ -107,11 +107,14 @@ async function measureBaseline() {
 /** EVALSHA straight from redis-benchmark: a short pilot run sizes the real one to about LOAD_SECONDS. */
 async function measureRedisBenchmark(redis) {
   const sha = await redis.script('LOAD', loadScript('decide_retry'));
-  const key = `${PREFIX}-rb:{${NAMESPACE}/dep-__rand_int__}:budget`;
-  const command = ['EVALSHA', sha, '1', key, String(BUDGET.ratio), String(BUDGET.minRetriesPerSecond)];
-  command.push(String(BUDGET.windowSeconds), '25', '-1');
+  // The keys and arguments RedisStore.decideRetry passes (lua/decide_retry.lua's header).
+  const tagged = `${PREFIX}-rb:{${NAMESPACE}/dep-__rand_int__}`;
+  const keys = ['budget', 'breaker', 'latency'].map((name) => `${tagged}:${name}`);
+  const args = [BUDGET.ratio, BUDGET.minRetriesPerSecond, BUDGET.windowSeconds, 25, -1, `${tagged}:events`, 'dep', 10];
+  const command = ['EVALSHA', sha, String(keys.length), ...keys, ...args.map(String)];
   const options = { host: REDIS_HOST, port: REDIS_PORT, connections: CONNECTIONS, keyspace: DEPENDENCIES.length };
-  const [code] = await redis.evalsha(sha, 1, key.replace('__rand_int__', 'probe'), ...command.slice(4));
+  const probe = command.slice(3).map((part) => part.replace('__rand_int__', 'probe'));
+  const [code] = await redis.evalsha(sha, keys.length, ...probe);
   if (code !== 1) throw new Error(`expected decide_retry to grant, got code ${code}`);
   const pilot = await redisBenchmark({ ...options, requests: 20_000, command });
   const total = Math.max(20_000, Math.min(2_000_000, Math.round(pilot.rps * LOAD_SECONDS)));
