@@ -251,6 +251,7 @@ export class Sluice extends PolicyEvents {
         const decision = await this.transport.retry(dependency.name, request, this.decisionTimeoutMs);
         this.link.succeeded('retry');
         dependency.applyState(decision.breaker.state);
+        if (decision.allow) dependency.local.countFleetRetry(this.runtime.clock.now());
         return {
           allow: decision.allow,
           reason: decision.reason,

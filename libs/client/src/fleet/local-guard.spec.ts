@@ -42,6 +42,18 @@ describe('LocalGuard (the local fallback)', () => {
     expect(retry().reason).toBe('granted');
   });
 
+  it('starts the fallback from the retries the coordinator already granted this process', () => {
+    // floor(0.1 × 10 + 0.2 × 10) = 3, two of which the fleet granted before the switch.
+    for (let i = 0; i < 10; i++) guard.recordRequest(clock.now());
+    guard.countFleetRetry(clock.now());
+    guard.countFleetRetry(clock.now());
+    expect(retry()).toMatchObject({ allow: true, reason: 'granted' });
+    expect(retry()).toMatchObject({ allow: false, reason: 'budget_exhausted' });
+    clock.advance(10_000);
+    for (let i = 0; i < 10; i++) guard.recordRequest(clock.now());
+    expect(retry()).toMatchObject({ allow: true, reason: 'granted' });
+  });
+
   it('scales the floor by the process share', () => {
     const half = new LocalGuard(
       () => POLICY,

@@ -109,6 +109,15 @@ export class LocalGuard {
     this.publish();
   }
 
+  /**
+   * Counts a retry the coordinator granted this process, so that if the fallback takes over within
+   * the window, the local budget starts from what the process already spent.
+   */
+  countFleetRetry(now: number): void {
+    this.settlePending(now);
+    this.budget.add(epochSecond(now), this.policy().retryBudget.windowSeconds, { retries: 1 });
+  }
+
   /** May this process retry, on its own? The coordinator's rules, on local counts. */
   decideRetry(request: RetryRequest, now: number, random: RandomSource): RetryVerdict {
     const policy = this.policy();
