@@ -41,10 +41,7 @@ function readJson(req) {
 
 async function decide(namespace, dependency, body) {
   const delayMs = Math.floor(Math.random() * Math.min(BACKOFF.capMs, BACKOFF.baseMs * 2 ** (body.attempt - 1)));
-  const outcome = await store.decideRetry(
-    { namespace, dependency },
-    { budget, delayMs, deadlineMs: body.deadlineMs },
-  );
+  const outcome = await store.decideRetry({ namespace, dependency }, { budget, delayMs, deadlineMs: body.deadlineMs });
   return {
     allow: outcome.verdict === 'granted',
     reason: outcome.verdict,

@@ -7,21 +7,29 @@ import autocannon from 'autocannon';
 
 const children = new Set();
 
-/** Starts a child process whose output is kept (last few KB) for error messages. */
-export function startChild(command, args, { env, cwd } = {}) {
-  const child = spawn(command, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Tracks a child process until it exits: its output is kept (last few KB) for error messages,
+ * `exited` resolves with its exit, and stopAllChildren / killAllChildrenNow reach it.
+ */
+export function track(child, name = 'process') {
+  child.name = name;
   child.output = '';
   const keep = (chunk) => {
     child.output = (child.output + chunk).slice(-4000);
   };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
   child.exited = once(child, 'exit').then(([code, signal]) => {
     children.delete(child);
     return { code, signal };
   });
   children.add(child);
   return child;
+}
+
+/** Starts a tracked child process. */
+export function startChild(command, args, { env, cwd } = {}) {
+  return track(spawn(command, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] }), command);
 }
 
 /** Runs a command to completion and returns its stdout; throws on a non-zero exit. */
@@ -68,7 +76,7 @@ export async function waitReady(url, child, timeoutMs = 20_000) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`process exited before it was ready:\n${child.output.trim()}`);
+      throw new Error(`${child.name} exited before it was ready:\n${child.output.trim()}`);
     }
     try {
       const response = await fetch(url);

@@ -5,15 +5,14 @@
 // per-100 ms series as JSON and a chart as SVG. Run with `npm run bench:fleet` (builds dist/ first);
 // `npm run bench:fleet -- --help` lists the options.
 import { fork, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { TOLERANCE, checks, figures, notes, table } from './analyse.mjs';
+import { killAllChildrenNow, stopAllChildren, stopChild, freePort, track, waitReady } from '../support.mjs';
 import { renderChart } from './chart.mjs';
 import { CALL_DEADLINE_MS, DEPENDENCY, USAGE, readOptions, runPolicy, scenarioMs } from './scenario.mjs';
 
@@ -39,22 +38,6 @@ const chartFile = options.chart ?? join(HERE, options.breakers ? 'fleet.svg' : '
 
 // ---------------------------------------------------------------------------------------------
 // Child processes: every one is tracked, and none outlives the benchmark.
-
-const children = new Set();
-
-function track(child, name) {
-  child.name = name;
-  child.output = '';
-  const keep = (chunk) => (child.output = (child.output + chunk).slice(-4000));
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
-  child.exited = once(child, 'exit').then(([code, signal]) => {
-    children.delete(child);
-    return { code, signal };
-  });
-  children.add(child);
-  return child;
-}
 
 /** The inherited environment without SLUICE_* variables, so only ours apply. */
 function cleanEnv(extra = {}) {
@@ -86,25 +69,6 @@ function nextMessage(child, type, timeoutMs) {
     child.on('message', onMessage);
     child.on('exit', onExit);
   });
-}
-
-/** SIGTERM, then SIGKILL after `graceMs`. */
-async function stopChild(child, graceMs = 3000) {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-  await child.exited;
-  clearTimeout(timer);
-}
-
-async function freePort() {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address();
-  server.close();
-  await once(server, 'close');
-  return port;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -143,24 +107,6 @@ async function startCoordinators(namespaces) {
   }
   await Promise.all(urls.map(({ url, child }) => waitReady(`${url}/health/ready`, child)));
   return urls.map(({ url }) => url);
-}
-
-async function waitReady(url, child, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`${child.name} exited before it was ready:\n${child.output.trim()}`);
-    }
-    try {
-      const response = await fetch(url);
-      await response.arrayBuffer();
-      if (response.status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(100);
-  }
-  throw new Error(`${url} was not ready within ${timeoutMs} ms:\n${child.output.trim()}`);
 }
 
 /**
@@ -272,7 +218,7 @@ async function deleteRedisKeys() {
 let cleaning;
 function cleanup() {
   cleaning ??= (async () => {
-    await Promise.all([...children].map((child) => stopChild(child)));
+    await stopAllChildren();
     try {
       const deleted = await deleteRedisKeys();
       if (deleted > 0) process.stderr.write(`deleted ${deleted} Redis keys under ${PREFIX}:\n`);
@@ -292,7 +238,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
   });
 }
 process.on('exit', () => {
-  for (const child of children) child.kill('SIGKILL');
+  killAllChildrenNow();
 });
 
 // ---------------------------------------------------------------------------------------------
