@@ -1,8 +1,9 @@
-import { createServer, request, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Sluice, isLimitedError, type LimitedError } from '@sluice/client';
 import { DEFAULT_DEPENDENCY_POLICY, mergeDependencyPolicy, type AdmitDecision } from '@sluice/protocol';
 import type { RunningCoordinator } from '../support/coordinator';
+import { startCountingProxy, type CountingProxy } from '../support/counting-proxy';
 import { waitUntil } from '../support/redis-server';
 import { metric, startShopCoordinator } from '../support/sdk';
 
@@ -57,70 +58,24 @@ async function startGaugedServer(): Promise<GaugedServer> {
   };
 }
 
-/**
- * A pass-through proxy to the coordinator that records every request ("METHOD /path STATUS" once
- * answered) and the lease ids granted in admit answers, so a test can match grants to releases.
- */
-interface LeaseLedgerProxy {
-  url: string;
-  /** Requests seen, as "METHOD /path" without the query string. */
-  seen: string[];
-  answered: string[];
-  /** Lease ids granted, per dependency. */
-  granted: Map<string, string[]>;
-  count(match: (line: string) => boolean): number;
-  close(): Promise<void>;
-}
+/** A counting proxy to the coordinator that also keeps the lease ids granted in admit answers. */
+type LeaseLedgerProxy = CountingProxy & { granted: Map<string, string[]> };
 
 async function startLeaseLedgerProxy(target: string): Promise<LeaseLedgerProxy> {
-  const upstream = new URL(target);
-  const seen: string[] = [];
-  const answered: string[] = [];
   const granted = new Map<string, string[]>();
-  const server: Server = createServer((req, res) => {
-    const line = `${req.method} ${(req.url ?? '/').split('?')[0]}`;
-    seen.push(line);
-    const admit = /^POST \/v1\/shop\/deps\/([^/]+)\/admit$/.exec(line);
-    const forward = request(
-      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        if (!admit) {
-          answered.push(`${line} ${answer.statusCode}`);
-          answer.pipe(res);
-          return;
-        }
-        const chunks: Buffer[] = [];
-        answer.on('data', (chunk: Buffer) => chunks.push(chunk));
-        answer.on('end', () => {
-          const body = Buffer.concat(chunks);
-          const lease = (JSON.parse(body.toString('utf8')) as AdmitDecision).lease;
-          if (lease) granted.set(admit[1], [...(granted.get(admit[1]) ?? []), lease.id]);
-          answered.push(`${line} ${answer.statusCode}`);
-          res.end(body);
-        });
+  const proxy = await startCountingProxy(target, {
+    inspect: {
+      match: /^POST \/v1\/shop\/deps\/[^/]+\/admit$/,
+      onBody: (line, body) => {
+        const dependency = line.split('/')[4];
+        const lease = (JSON.parse(body.toString('utf8')) as AdmitDecision).lease;
+        if (lease) granted.set(dependency, [...(granted.get(dependency) ?? []), lease.id]);
       },
-    );
-    forward.on('error', () => res.destroy());
-    res.on('close', () => forward.destroy());
-    req.pipe(forward);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    seen,
-    answered,
-    granted,
-    count: (match) => seen.filter(match).length,
-    async close() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
     },
-  };
+  });
+  return Object.assign(proxy, { granted });
 }
 
-/** Lease ids released with `status`, per the proxy's record. */
 const releasedLeases = (proxy: LeaseLedgerProxy, dependency: string, status: number) =>
   proxy.answered
     .map((line) => new RegExp(`^DELETE /v1/shop/deps/${dependency}/leases/([A-Za-z0-9-]+) (\\d+)$`).exec(line))

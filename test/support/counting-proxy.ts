@@ -11,8 +11,16 @@ export interface CountingProxy {
   close(): Promise<void>;
 }
 
+export interface CountingProxyOptions {
+  /**
+   * Reads the whole answer to the requests whose line ("METHOD /path") it matches: the body is
+   * buffered and handed to `onBody` before it is forwarded. Other answers stream through.
+   */
+  inspect?: { match: RegExp; onBody(line: string, body: Buffer): void };
+}
+
 /** A pass-through HTTP proxy that records every request it forwards (streams included). */
-export async function startCountingProxy(target: string): Promise<CountingProxy> {
+export async function startCountingProxy(target: string, options: CountingProxyOptions = {}): Promise<CountingProxy> {
   const upstream = new URL(target);
   const seen: string[] = [];
   const answered: string[] = [];
@@ -22,9 +30,21 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
     const forward = request(
       { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
       (answer) => {
-        answered.push(`${line} ${answer.statusCode}`);
         res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
+        const { inspect } = options;
+        if (!inspect?.match.test(line)) {
+          answered.push(`${line} ${answer.statusCode}`);
+          answer.pipe(res);
+          return;
+        }
+        const chunks: Buffer[] = [];
+        answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+        answer.on('end', () => {
+          const body = Buffer.concat(chunks);
+          inspect.onBody(line, body);
+          answered.push(`${line} ${answer.statusCode}`);
+          res.end(body);
+        });
       },
     );
     forward.on('error', () => res.destroy());
