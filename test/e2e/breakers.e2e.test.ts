@@ -89,7 +89,7 @@ describe.each([
     expect(before.body.breaker).toMatchObject({ state: 'closed' });
 
     const opened = await failures(dep).expect(200);
-    expect(opened.body).toEqual({ deps: { [dep]: { breaker: { state: 'open' } } } });
+    expect(opened.body).toEqual({ deps: { [dep]: { breaker: { state: 'open' }, reporters: 1 } } });
 
     const refusedRetry = await retry(dep).expect(200);
     expect(refusedRetry.body).toMatchObject({ allow: false, reason: 'breaker_open', breaker: { state: 'open' } });
@@ -156,7 +156,7 @@ describe.each([
     expect(next.body.probe.token).not.toBe(firstToken);
 
     const closed = await probeOutcome(dep, next.body.probe.token, true).expect(200);
-    expect(closed.body).toEqual({ deps: { [dep]: { breaker: { state: 'closed' } } } });
+    expect(closed.body).toEqual({ deps: { [dep]: { breaker: { state: 'closed' }, reporters: 1 } } });
 
     expect((await retry(dep).expect(200)).body).toMatchObject({
       allow: true,

@@ -21,6 +21,26 @@ describe('the budget holds across instances', () => {
     client.disconnect();
   });
 
+  it('counts the fleet: every distinct reporter, through either instance, once', async () => {
+    const report = async (url: string, reporter: string) => {
+      const res = await post(`${url}/v1/shop/reports`, {
+        reporter,
+        deps: [{ dep: 'inventory', requests: 1, successes: 1, failures: 0, slow: 0 }],
+      });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { deps: Record<string, { reporters: number }> }).deps.inventory.reporters;
+    };
+    expect(await report(a.url, 'pod-a')).toBe(1);
+    expect(await report(b.url, 'pod-b')).toBe(2);
+    expect(await report(b.url, 'pod-a')).toBe(2);
+    const counts = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => report(i % 2 === 0 ? a.url : b.url, `pod-${i % 10}`)),
+    );
+    // pod-0 … pod-9 and pod-a, pod-b: each counted once, whichever instance it reached.
+    expect(Math.max(...counts)).toBe(12);
+    expect(await report(a.url, 'pod-b')).toBe(12);
+  });
+
   it('grants exactly ratio × requests + floor of 300 concurrent retries split across two instances', async () => {
     // Deposits arrive through both instances too: 600 via A, 400 via B.
     for (const [instance, requests] of [

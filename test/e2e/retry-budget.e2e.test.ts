@@ -46,7 +46,7 @@ describe.each([
 
   it('answers the documented shape and grants up to the limit, then budget_exhausted', async () => {
     const deposit = await report([{ dep: 'pay', requests: 100, successes: 95, failures: 5, slow: 1 }]).expect(200);
-    expect(deposit.body).toEqual({ deps: { pay: { breaker: { state: 'closed' } } } });
+    expect(deposit.body).toEqual({ deps: { pay: { breaker: { state: 'closed' }, reporters: 1 } } });
     const limit = Math.floor(0.1 * 100 + 10 * 10);
     const first = await retry('pay', { attempt: 1, idempotent: true, status: 503 }).expect(200);
     expect(first.body).toEqual({

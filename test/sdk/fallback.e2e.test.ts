@@ -131,4 +131,72 @@ describe('the coordinator is killed mid-run: local fallback, then back to the fl
     expect(sluice.fallbackActive).toBe(false);
     await sluice.close();
   });
+
+  it('the fallback keeps each process to its share of the fleet, and the fleet breaker it last saw', async () => {
+    const client = (reporter: string) =>
+      new Sluice({ baseUrls: [coordinator.url], namespace: 'shop', reporter, reportIntervalMs: 50, logger: false });
+    const fleet = [client('pod-1'), client('pod-2')];
+    const stock = fleet.map((sluice) =>
+      sluice.dependency('stock', {
+        idempotent: true,
+        fallbackPolicy: {
+          // The fleet's floor: 4 retries per 10 s window; each of the two reporters keeps half of it.
+          retryBudget: { ratio: 0, minRetriesPerSecond: 0.4, windowSeconds: 10, maxAttempts: 3 },
+          backoff: { baseMs: 1, capMs: 5, jitter: 'full' },
+          breaker: { minimumCalls: 1000 },
+        },
+      }),
+    );
+    const audit = fleet.map((sluice) => sluice.dependency('audit-log'));
+    server.plan([], ok());
+    // Two rounds of reports: the second answer counts both reporters.
+    for (let round = 0; round < 2; round++) {
+      for (const [i, dependency] of stock.entries()) {
+        expect((await dependency.fetch(`${server.url}/stock/${round}/${i}`)).status).toBe(200);
+        await fleet[i].flush();
+      }
+    }
+    // An operator holds audit-log open; both processes hear of it.
+    expect((await audit[0].fetch(`${server.url}/audit`)).status).toBe(200);
+    expect(await breakerAction(coordinator.url, 'audit-log', 'trip', 'audit store migration')).toBe(200);
+    await waitUntil(
+      () => audit.every((dependency) => dependency.breakerState === 'forced_open'),
+      5000,
+      () => 'the trip never arrived',
+    );
+
+    await coordinator.kill();
+    for (const [i, dependency] of stock.entries()) {
+      await waitUntil(
+        async () => {
+          expect((await dependency.fetch(`${server.url}/during/${i}`)).status).toBe(200);
+          return fleet[i].fallbackActive;
+        },
+        5000,
+        () => `pod-${i + 1} never switched to its fallback`,
+      );
+    }
+
+    // Each process gets 2 of the fleet's 4 retries: the first call's two, then none.
+    server.plan([], fail(503));
+    for (const dependency of stock) {
+      const first = await failure(dependency.fetch(`${server.url}/fail/first`));
+      expect([first.reason, first.attempts]).toEqual(['max_attempts', 3]);
+      const second = await failure(dependency.fetch(`${server.url}/fail/second`));
+      expect([second.reason, second.attempts]).toEqual(['budget_exhausted', 1]);
+    }
+    // The trip holds through the outage: calls are refused before they are sent.
+    const sent = server.requests.length;
+    for (const dependency of audit) {
+      await expect(dependency.fetch(`${server.url}/audit`)).rejects.toMatchObject({
+        isBreakerOpenError: true,
+        attempts: 0,
+      });
+      expect(dependency.breakerState).toBe('forced_open');
+    }
+    expect(server.requests).toHaveLength(sent);
+
+    await Promise.all(fleet.map((sluice) => sluice.close()));
+    coordinator = await startCoordinatorProcess(port, env());
+  });
 });

@@ -6,7 +6,7 @@ import type { SluiceLogger } from './fleet/coordinator-link';
 /**
  * What the SDK does while the coordinator cannot answer:
  * - `local` (default): a local retry budget and circuit breaker (libs/core), per process; a
- *   dependency's rate and concurrency limits are kept locally too, scaled by `fallbackShare`;
+ *   dependency's rate and concurrency limits are kept locally too, scaled by this process's share of the fleet;
  * - `fail-open`: retries are allowed up to `maxAttempts` with backoff, no budget, no breaker; calls
  *   to a rate- or concurrency-limited dependency go out unchecked (one log line per dependency says so);
  * - `fail-closed`: no retries at all (first attempts still go out), and calls to a rate- or
@@ -129,7 +129,11 @@ export interface SluiceOptions {
   streamIdleTimeoutMs?: number;
   /** What to do while the coordinator cannot answer (default `local`). */
   fallback?: FallbackMode;
-  /** This process's share of the fleet (0–1], scaling the local budget's floor (default 1). */
+  /**
+   * This process's share of the fleet (0–1], scaling the local fallback's budget floor and limits.
+   * By default it is learned per dependency: 1 / the reporters the coordinator counted in the budget
+   * window (each report's answer says), and 1 until the first answer.
+   */
   fallbackShare?: number;
   /**
    * Failed exchanges in a row with the coordinator before the fallback takes over (default 3).

@@ -63,7 +63,7 @@ export class Sluice extends PolicyEvents {
   private readonly unchecked = new Set<string>();
   private readonly defaults: ResolvedDependencyOptions;
   private readonly fallbackMode: FallbackMode;
-  private readonly fallbackShare: number;
+  private readonly fallbackShare: number | undefined;
   private readonly decisionTimeoutMs: number;
   private readonly requestTimeoutMs: number;
   private closed = false;
@@ -92,8 +92,10 @@ export class Sluice extends PolicyEvents {
     this.logger = logger;
     this.defaults = resolveDependencyOptions(DEPENDENCY_DEFAULTS, options.defaults);
     this.fallbackMode = options.fallback ?? 'local';
-    this.fallbackShare = options.fallbackShare ?? 1;
-    if (!(this.fallbackShare > 0 && this.fallbackShare <= 1)) throw new TypeError('fallbackShare must be in (0, 1]');
+    this.fallbackShare = options.fallbackShare;
+    if (this.fallbackShare !== undefined && !(this.fallbackShare > 0 && this.fallbackShare <= 1)) {
+      throw new TypeError('fallbackShare must be in (0, 1]');
+    }
     this.decisionTimeoutMs = options.decisionTimeoutMs ?? 50;
     const requestTimeoutMs = options.requestTimeoutMs ?? 1000;
     this.requestTimeoutMs = requestTimeoutMs;
@@ -109,6 +111,7 @@ export class Sluice extends PolicyEvents {
     this.onFallback = this.link.changes.event;
     this.link.changes.event(({ active }) => {
       if (!active) this.unchecked.clear();
+      else for (const dependency of this.fleet.values()) dependency.fallbackStarts(clock.now());
     });
     this.transport = new CoordinatorTransport({
       baseUrls,

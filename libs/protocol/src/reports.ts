@@ -29,5 +29,15 @@ export interface ReportRequest {
 }
 
 export interface ReportResponse {
-  deps: Record<string, { breaker: BreakerSummary }>;
+  deps: Record<string, ReportedDependency>;
+}
+
+/** A reported dependency after the report. */
+export interface ReportedDependency {
+  breaker: BreakerSummary;
+  /**
+   * Distinct reporters of the dependency in its budget window, the caller included: a client's
+   * share of the fleet's budget and limits is 1 / reporters.
+   */
+  reporters: number;
 }

@@ -12,6 +12,8 @@ export interface DependencyKeys {
   breaker: string;
   /** Sorted set: reporters that reported failures in the breaker window, by last failure. */
   reporters: string;
+  /** Sorted set: every reporter that reported in the budget window, by last report (the fleet's size). */
+  activeReporters: string;
   /** Sorted set: half-open probe leases, by expiry. */
   probes: string;
   /** String: the dependency's rate limit (GCRA theoretical arrival time). */
@@ -55,6 +57,7 @@ export class SluiceKeys {
       outcomes: `${tagged}:outcomes`,
       breaker: `${tagged}:breaker`,
       reporters: `${tagged}:reporters`,
+      activeReporters: `${tagged}:active-reporters`,
       probes: `${tagged}:probes`,
       rate: `${tagged}:rate`,
       leases: `${tagged}:leases`,

@@ -40,6 +40,13 @@ export interface RetryBudgetOutcome {
   breaker: BreakerSnapshot;
 }
 
+/** A recorded batch: the breaker after it, and how many reporters the fleet has now. */
+export interface RecordedOutcomes {
+  breaker: BreakerSnapshot;
+  /** Distinct reporters that reported in the budget window, this one included. */
+  reporters: number;
+}
+
 export interface OutcomeBatch {
   reporter: string;
   /** First attempts: the budget's deposits. */
@@ -299,7 +306,7 @@ export interface Store {
   decideRetry(ref: DependencyRef, request: RetryBudgetRequest): Promise<RetryBudgetOutcome>;
 
   /** Adds one reporter's batch (deposits, outcomes, probe outcomes) and runs the breaker on it. */
-  recordOutcomes(ref: DependencyRef, batch: OutcomeBatch, policy: OutcomePolicy): Promise<BreakerSnapshot>;
+  recordOutcomes(ref: DependencyRef, batch: OutcomeBatch, policy: OutcomePolicy): Promise<RecordedOutcomes>;
 
   /** Lets a call through a closed breaker, or hands out a half-open probe lease. */
   admit(ref: DependencyRef, request: AdmitRequest): Promise<AdmitOutcome>;

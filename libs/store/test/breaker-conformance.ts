@@ -45,13 +45,16 @@ export function describeBreakerConformance(label: string, open: () => Promise<St
         concurrency: null,
         leaseId: token(),
       });
+    /** Records a batch; the breaker after it. */
+    const breakerAfter = async (...args: Parameters<Store['recordOutcomes']>) =>
+      (await store.recordOutcomes(...args)).breaker;
     const retry = (ref: DependencyRef) => store.decideRetry(ref, { budget: BUDGET, delayMs: 0 });
     const read = (ref: DependencyRef) => store.readDependency(ref, { budget: BUDGET, outcomeWindowSeconds: 10 });
 
     /** Opens a fresh breaker with 10 failures out of 10 calls. */
     async function openedBreaker(overrides: Partial<BreakerPolicy> = {}): Promise<DependencyRef> {
       const ref = freshRef();
-      const result = await store.recordOutcomes(ref, batch({ requests: 10, failures: 10 }), policy(overrides));
+      const result = await breakerAfter(ref, batch({ requests: 10, failures: 10 }), policy(overrides));
       expect(result.record.state).toBe('open');
       return ref;
     }
@@ -65,9 +68,9 @@ export function describeBreakerConformance(label: string, open: () => Promise<St
 
     it('respects minimumCalls, then opens on the failure rate', async () => {
       const ref = freshRef();
-      const below = await store.recordOutcomes(ref, batch({ requests: 9, failures: 9 }), policy());
+      const below = await breakerAfter(ref, batch({ requests: 9, failures: 9 }), policy());
       expect(below).toEqual({ record: expect.objectContaining({ state: 'closed' }), transitions: [] });
-      const opened = await store.recordOutcomes(ref, batch({ requests: 2, successes: 1, failures: 1 }), policy());
+      const opened = await breakerAfter(ref, batch({ requests: 2, successes: 1, failures: 1 }), policy());
       expect(opened.transitions).toEqual([{ from: 'closed', to: 'open' }]);
       expect(opened.record.state).toBe('open');
       expect(opened.record.openUntil! - opened.record.since!).toBe(300);
@@ -75,35 +78,27 @@ export function describeBreakerConformance(label: string, open: () => Promise<St
 
     it('stays closed while the failure rate is under the threshold', async () => {
       const ref = freshRef();
-      const result = await store.recordOutcomes(ref, batch({ requests: 100, successes: 51, failures: 49 }), policy());
+      const result = await breakerAfter(ref, batch({ requests: 100, successes: 51, failures: 49 }), policy());
       expect(result.record.state).toBe('closed');
       expect((await read(ref)).outcomes).toEqual({ successes: 51, failures: 49, slow: 0 });
     });
 
     it('opens on the slow-call rate', async () => {
       const ref = freshRef();
-      const calm = await store.recordOutcomes(
-        ref,
-        batch({ successes: 10, slow: 4 }),
-        policy({ slowCallRateThreshold: 0.5 }),
-      );
+      const calm = await breakerAfter(ref, batch({ successes: 10, slow: 4 }), policy({ slowCallRateThreshold: 0.5 }));
       expect(calm.record.state).toBe('closed');
-      const slow = await store.recordOutcomes(
-        ref,
-        batch({ successes: 10, slow: 8 }),
-        policy({ slowCallRateThreshold: 0.5 }),
-      );
+      const slow = await breakerAfter(ref, batch({ successes: 10, slow: 8 }), policy({ slowCallRateThreshold: 0.5 }));
       expect(slow.transitions).toEqual([{ from: 'closed', to: 'open' }]);
     });
 
     it('needs minReporters distinct reporters seeing failures before it opens', async () => {
       const ref = freshRef();
       const quorum = policy({ minReporters: 2 });
-      const onePod = await store.recordOutcomes(ref, batch({ requests: 50, failures: 50 }, 'sick-pod'), quorum);
+      const onePod = await breakerAfter(ref, batch({ requests: 50, failures: 50 }, 'sick-pod'), quorum);
       expect(onePod.record.state).toBe('closed');
-      const healthy = await store.recordOutcomes(ref, batch({ requests: 5, successes: 5 }, 'healthy-pod'), quorum);
+      const healthy = await breakerAfter(ref, batch({ requests: 5, successes: 5 }, 'healthy-pod'), quorum);
       expect(healthy.record.state).toBe('closed');
-      const second = await store.recordOutcomes(ref, batch({ requests: 1, failures: 1 }, 'other-pod'), quorum);
+      const second = await breakerAfter(ref, batch({ requests: 1, failures: 1 }, 'other-pod'), quorum);
       expect(second.transitions).toEqual([{ from: 'closed', to: 'open' }]);
     });
 
@@ -137,7 +132,7 @@ export function describeBreakerConformance(label: string, open: () => Promise<St
     it('closes after closeAfterSuccesses probe successes, with a fresh window', async () => {
       const ref = await halfOpenBreaker();
       const first = await admit(ref);
-      const afterOne = await store.recordOutcomes(
+      const afterOne = await breakerAfter(
         ref,
         { ...batch({ successes: 1 }), probes: [{ token: first.probe!.token, success: true }] },
         policy(),
@@ -145,7 +140,7 @@ export function describeBreakerConformance(label: string, open: () => Promise<St
       expect(afterOne.record.state).toBe('half_open');
       const second = await admit(ref);
       expect(second.probe).toBeDefined();
-      const closed = await store.recordOutcomes(
+      const closed = await breakerAfter(
         ref,
         { ...batch({ successes: 1 }), probes: [{ token: second.probe!.token, success: true }] },
         policy(),
@@ -159,7 +154,7 @@ export function describeBreakerConformance(label: string, open: () => Promise<St
     it('reopens on a probe failure for twice as long, capped at maxOpenMs', async () => {
       const ref = await halfOpenBreaker();
       const probe = await admit(ref);
-      const reopened = await store.recordOutcomes(
+      const reopened = await breakerAfter(
         ref,
         { ...batch({ failures: 1 }), probes: [{ token: probe.probe!.token, success: false }] },
         policy(),
@@ -168,7 +163,7 @@ export function describeBreakerConformance(label: string, open: () => Promise<St
       expect(reopened.record.openUntil! - reopened.record.since!).toBe(600);
       await subject.pass(650);
       const again = await admit(ref);
-      const capped = await store.recordOutcomes(
+      const capped = await breakerAfter(
         ref,
         { ...batch({}), probes: [{ token: again.probe!.token, success: false }] },
         policy(),
@@ -184,7 +179,7 @@ export function describeBreakerConformance(label: string, open: () => Promise<St
       await subject.pass(350);
       const next = await admit(ref);
       expect(next.probe).toBeDefined();
-      const late = await store.recordOutcomes(
+      const late = await breakerAfter(
         ref,
         { ...batch({}), probes: [{ token: lost.probe!.token, success: false }] },
         policy(),
@@ -232,11 +227,11 @@ export function describeBreakerConformance(label: string, open: () => Promise<St
     it('stays forced closed whatever the window says, until reset', async () => {
       const ref = freshRef();
       await store.setBreaker(ref, { action: 'force_close', reason: 'known flaky, keep calling' });
-      const result = await store.recordOutcomes(ref, batch({ requests: 50, failures: 50 }), policy());
+      const result = await breakerAfter(ref, batch({ requests: 50, failures: 50 }), policy());
       expect(result.record.state).toBe('forced_closed');
       expect((await retry(ref)).verdict).toBe('granted');
       await store.setBreaker(ref, { action: 'reset' });
-      const opened = await store.recordOutcomes(ref, batch({ requests: 10, failures: 10 }), policy());
+      const opened = await breakerAfter(ref, batch({ requests: 10, failures: 10 }), policy());
       expect(opened.record.state).toBe('open');
     });
 

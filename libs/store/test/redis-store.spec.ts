@@ -39,11 +39,18 @@ describe('RedisStore keys', () => {
     });
     const stored = (await client.keys(`${prefix}:*`)).sort();
     const tagged = `${prefix}:{shop/payments-api}`;
-    expect(stored).toEqual([`${tagged}:budget`, `${tagged}:outcomes`, `${tagged}:reporters`]);
+    expect(stored).toEqual([
+      `${tagged}:active-reporters`,
+      `${tagged}:budget`,
+      `${tagged}:outcomes`,
+      `${tagged}:reporters`,
+    ]);
     const dependencyKeys = keys.dependency('shop', 'payments-api');
-    const budgetTtl = await client.ttl(dependencyKeys.budget);
-    expect(budgetTtl).toBeGreaterThan(0);
-    expect(budgetTtl).toBeLessThanOrEqual(12);
+    for (const key of [dependencyKeys.budget, dependencyKeys.activeReporters]) {
+      const ttl = await client.ttl(key);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(12);
+    }
     for (const key of [dependencyKeys.outcomes, dependencyKeys.reporters]) {
       const ttl = await client.ttl(key);
       expect(ttl).toBeGreaterThan(12);

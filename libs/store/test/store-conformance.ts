@@ -199,6 +199,26 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
       });
     });
 
+    it('counts the distinct reporters of the budget window, and forgets one that stopped reporting', async () => {
+      const ref = freshRef();
+      const report = async (reporter: string) =>
+        (await store.recordOutcomes(ref, batch({ requests: 1 }, reporter), ONE_SECOND_WINDOWS)).reporters;
+      expect(await report('pod-a')).toBe(1);
+      expect(await report('pod-b')).toBe(2);
+      expect(await report('pod-a')).toBe(2);
+      expect(await report('pod-c')).toBe(3);
+      // An empty batch still says the reporter is there.
+      expect((await store.recordOutcomes(ref, batch({}, 'pod-d'), ONE_SECOND_WINDOWS)).reporters).toBe(4);
+      await subject.pass(600);
+      expect(await report('pod-a')).toBe(4);
+      await subject.pass(600);
+      // pod-b, pod-c and pod-d last reported 1.2 s ago, outside the one-second window; pod-a 0.6 s ago.
+      expect(await report('pod-e')).toBe(2);
+      expect(await report('pod-b')).toBe(3);
+      // Other dependencies keep their own count.
+      expect((await store.recordOutcomes(freshRef(), batch({}, 'pod-a'), ONE_SECOND_WINDOWS)).reporters).toBe(1);
+    });
+
     it('caps the distinct dependencies of a namespace, and frees a place after the retention', async () => {
       const namespace = `cap-${++sequence}`;
       const registration = { cap: 2, retentionMs: 1000 };

@@ -30,7 +30,7 @@ export class ReportsService {
     await Promise.all(
       entries.map(async ({ entry }) => {
         const policy = await this.policies.forDependency(namespace, entry.dep);
-        const breaker = await this.store.recordOutcomes(
+        const { breaker, reporters } = await this.store.recordOutcomes(
           { namespace, dependency: entry.dep },
           {
             reporter: report.reporter,
@@ -44,7 +44,7 @@ export class ReportsService {
           { budgetWindowSeconds: policy.retryBudget.windowSeconds, breaker: policy.breaker },
         );
         this.breakerMetrics.observe({ namespace, dependency: entry.dep }, breaker);
-        response.deps[entry.dep] = { breaker: { state: breaker.record.state } };
+        response.deps[entry.dep] = { breaker: { state: breaker.record.state }, reporters };
       }),
     );
     return response;

@@ -28,6 +28,7 @@ import {
   type PolicyMode,
   type RateLimitPolicy,
   type ReportResponse,
+  type ReportedDependency,
   type RetryBudgetPolicy,
   type RetryDecision,
   type StoredResponse,
@@ -170,7 +171,13 @@ const ReportResponseSchema = objectSchema<ReportResponse>({
   deps: {
     type: 'object',
     description: 'Each reported dependency, by name, with its breaker state after the report.',
-    additionalProperties: objectSchema<ReportResponse['deps'][string]>({ breaker: ref('BreakerSummary') }),
+    additionalProperties: objectSchema<ReportedDependency>({
+      breaker: ref('BreakerSummary'),
+      reporters: integer(
+        'Distinct reporters of the dependency in its budget window, the caller included (a client\u2019s ' +
+          'share of the fleet is 1 / reporters).',
+      ),
+    }),
   },
 });
 

@@ -67,4 +67,26 @@ describe('FleetDependency', () => {
     dep.applyView(view('closed', null), undefined, clock.now());
     expect(dep.fallbackPolicy.breaker).toMatchObject({ minimumCalls: 3, slowCallMs: 100 });
   });
+
+  it('its share of the fleet is the configured one, else 1 / the reporters the coordinator counted', () => {
+    const learned = new FleetDependency('pay', undefined, undefined);
+    expect(learned.share).toBe(1);
+    learned.fleetSize = 8;
+    expect(learned.share).toBe(0.125);
+    const configured = new FleetDependency('pay', undefined, 0.5);
+    configured.fleetSize = 8;
+    expect(configured.share).toBe(0.5);
+  });
+
+  it('the fallback starts from the fleet state last known, and from its own without one', () => {
+    const dep = new FleetDependency('pay', { breaker: { minimumCalls: 2, failureRateThreshold: 0.5 } }, 1);
+    dep.fallbackStarts(clock.now());
+    expect(dep.local.state(clock.now())).toBe('closed');
+    dep.applyState('forced_open', null);
+    dep.fallbackStarts(clock.now());
+    expect(dep.local.state(clock.now())).toBe('forced_open');
+    dep.applyState('open', clock.now() + 500);
+    dep.fallbackStarts(clock.now() + 600); // open past its openUntil: half-open
+    expect(dep.local.state(clock.now() + 600)).toBe('half_open');
+  });
 });

@@ -62,6 +62,8 @@ export class FleetDependency {
   probes: ProbeOutcome[] = [];
   /** When the oldest unreported count was taken. */
   pendingSince = 0;
+  /** How many reporters the fleet has for this dependency, as the last report's answer said. */
+  fleetSize: number | undefined;
 
   readonly local: LocalGuard;
   /** The local fallback's rate and concurrency limits. */
@@ -76,7 +78,8 @@ export class FleetDependency {
     readonly name: string,
     /** The configured override of the local fallback's policy. */
     public fallbackOverride: DependencyPolicyOverride | undefined,
-    share: number,
+    /** The configured share of the fleet; undefined to learn it from the coordinator. */
+    private readonly configuredShare: number | undefined,
   ) {
     let cachedFor: DependencyPolicy | undefined;
     let cachedOverride: DependencyPolicyOverride | undefined;
@@ -91,10 +94,27 @@ export class FleetDependency {
       return cached;
     };
     this.slowCallMs = this.localPolicy().breaker.slowCallMs;
+    const share = () => this.share;
     this.local = new LocalGuard(this.localPolicy, share, (transition: BreakerTransition) =>
       this.changes.emit({ dependency: name, ...transition, source: 'local' }),
     );
     this.localLimits = new LocalLimits(this.localPolicy, share);
+  }
+
+  /**
+   * This process's part of the fleet's budget floor and limits, for the local fallback: the
+   * configured share, else 1 / the reporters the coordinator last counted (1 until it has said).
+   */
+  get share(): number {
+    return this.configuredShare ?? 1 / Math.max(1, this.fleetSize ?? 1);
+  }
+
+  /**
+   * The fallback takes over: its breaker starts from the fleet's last known state (when one is
+   * known), so an open fleet breaker or an operator's trip holds, and a recovery the fleet saw is kept.
+   */
+  fallbackStarts(now: number): void {
+    if (this.state !== undefined) this.local.adopt(this.fleetState(now), this.openUntil, now);
   }
 
   /** The policy the local fallback uses: the coordinator's when known, under the configured override. */

@@ -28,7 +28,7 @@ describe('LocalGuard (the local fallback)', () => {
     transitions = [];
     guard = new LocalGuard(
       () => POLICY,
-      1,
+      () => 1,
       (t) => transitions.push(t),
     );
   });
@@ -57,7 +57,7 @@ describe('LocalGuard (the local fallback)', () => {
   it('scales the floor by the process share', () => {
     const half = new LocalGuard(
       () => POLICY,
-      0.5,
+      () => 0.5,
       () => undefined,
     );
     // floor(0 + 0.1 × 10) = 1
@@ -107,5 +107,56 @@ describe('LocalGuard (the local fallback)', () => {
     for (let i = 0; i < 10; i++) guard.recordOutcome(clock.now(), false, false);
     for (let i = 0; i < 4; i++) guard.recordOutcome(clock.now(), true, false);
     expect(guard.state(clock.now())).toBe('closed'); // 4 of 14
+  });
+
+  it('takes over from the fleet: a local open the fleet saw recover is dropped, silently', () => {
+    for (let i = 0; i < 4; i++) guard.recordOutcome(clock.now(), true, false);
+    clock.advance(5000); // locally half-open for good: no local probe goes out while the fleet governs
+    expect(guard.state(clock.now())).toBe('half_open');
+    transitions.length = 0;
+    guard.adopt('closed', null, clock.now());
+    expect(guard.state(clock.now())).toBe('closed');
+    for (let i = 0; i < 10; i++) guard.recordRequest(clock.now());
+    expect(retry()).toMatchObject({ allow: true, reason: 'granted' });
+    expect(transitions).toEqual([]);
+    // The adopted breaker still trips on what this process sees next.
+    for (let i = 0; i < 4; i++) guard.recordOutcome(clock.now(), true, false);
+    expect(guard.state(clock.now())).toBe('open');
+    expect(transitions.map((t) => t.to)).toEqual(['open']);
+  });
+
+  it('takes over from the fleet: an open fleet breaker stays open until its openUntil, then half-opens', () => {
+    guard.adopt('open', clock.now() + 3000, clock.now());
+    expect(retry()).toMatchObject({ allow: false, reason: 'breaker_open' });
+    clock.advance(2999);
+    expect(guard.tryProbe(clock.now())).toBe(false);
+    clock.advance(1);
+    expect(guard.tryProbe(clock.now())).toBe(true);
+    guard.probeOutcome(false, clock.now());
+    expect(guard.state(clock.now())).toBe('open');
+  });
+
+  it('takes over from the fleet: an operator’s trip holds until its end, or for good without one', () => {
+    guard.adopt('forced_open', null, clock.now());
+    clock.advance(3_600_000);
+    expect(retry()).toMatchObject({ allow: false, reason: 'breaker_open' });
+    expect(guard.tryProbe(clock.now())).toBe(false);
+    guard.adopt('forced_open', clock.now() + 1000, clock.now());
+    clock.advance(1000);
+    expect(guard.state(clock.now())).toBe('closed');
+  });
+
+  it('reads its share of the fleet at each decision', () => {
+    let share = 1;
+    const shared = new LocalGuard(
+      () => POLICY,
+      () => share,
+      () => undefined,
+    );
+    share = 0.25; // floor(0 + 0.2 × 0.25 × 10) = 0
+    expect(shared.decideRetry({ attempt: 1 }, clock.now(), random).reason).toBe('budget_exhausted');
+    share = 0.5; // floor(0.2 × 0.5 × 10) = 1
+    expect(shared.decideRetry({ attempt: 1 }, clock.now(), random).reason).toBe('granted');
+    expect(shared.decideRetry({ attempt: 1 }, clock.now(), random).reason).toBe('budget_exhausted');
   });
 });

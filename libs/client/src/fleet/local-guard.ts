@@ -6,6 +6,7 @@ import {
   blocksCalls,
   epochSecond,
   retryFits,
+  type BreakerRecord,
   type BreakerTransition,
   type RandomSource,
 } from '@sluice/core';
@@ -23,12 +24,13 @@ export interface RetryVerdict {
  * The local fallback for one dependency: a retry budget and a circuit breaker of this process alone,
  * built on the same libs/core algorithms as the coordinator. It is fed every call, connected or not,
  * so it is warm when the coordinator goes away. Its budget floor is scaled by `share` (this
- * process's part of the fleet).
+ * process's part of the fleet). When it takes over, its breaker starts from the fleet's last state
+ * ({@link adopt}).
  */
 export class LocalGuard {
   private readonly budget = new SlidingWindowCounter(['requests', 'retries'] as const);
   private readonly outcomes = new SlidingWindowCounter(['successes', 'failures', 'slow'] as const);
-  private readonly machine = new BreakerMachine({ ...CLOSED_BREAKER });
+  private machine = new BreakerMachine({ ...CLOSED_BREAKER });
   private probesInFlight = 0;
   /** Counts of the current second not yet added to the windows (adding per call is the costly part). */
   private pendingSecond = Number.NaN;
@@ -37,7 +39,7 @@ export class LocalGuard {
 
   constructor(
     private readonly policy: () => DependencyPolicy,
-    private readonly share: number,
+    private readonly share: () => number,
     private readonly onTransition: (transition: BreakerTransition) => void,
   ) {}
 
@@ -118,6 +120,28 @@ export class LocalGuard {
     this.budget.add(epochSecond(now), this.policy().retryBudget.windowSeconds, { retries: 1 });
   }
 
+  /**
+   * Takes the fleet breaker's last known state as this breaker's own, without announcing a change
+   * (what callers saw was already that state). Fed every call, the local breaker would otherwise
+   * take over with its own view: open or half-open on a dependency the fleet has seen recover, or
+   * closed while an operator holds the dependency open. The window's counts are kept.
+   */
+  adopt(state: BreakerState, openUntil: number | null, now: number): void {
+    const { record } = this.machine.settle(now);
+    this.machine.transitions.length = 0;
+    if (state === record.state && openUntil === record.openUntil) return;
+    const adopted: BreakerRecord = {
+      state,
+      since: now,
+      openUntil: state === 'closed' || state === 'half_open' ? null : openUntil,
+      opens: state === 'closed' ? 0 : Math.max(1, record.opens),
+      probeSuccesses: 0,
+      reason: null,
+    };
+    this.machine = new BreakerMachine(adopted);
+    this.probesInFlight = 0;
+  }
+
   /** May this process retry, on its own? The coordinator's rules, on local counts. */
   decideRetry(request: RetryRequest, now: number, random: RandomSource): RetryVerdict {
     const policy = this.policy();
@@ -131,7 +155,10 @@ export class LocalGuard {
     if (request.attempt + 1 > policy.retryBudget.maxAttempts) return deny('max_attempts');
     if (blocksCalls(state)) return deny('breaker_open');
     if (request.deadlineMs !== undefined && delayMs >= request.deadlineMs) return deny('deadline_exceeded');
-    const budget = { ...policy.retryBudget, minRetriesPerSecond: policy.retryBudget.minRetriesPerSecond * this.share };
+    const budget = {
+      ...policy.retryBudget,
+      minRetriesPerSecond: policy.retryBudget.minRetriesPerSecond * this.share(),
+    };
     this.settlePending(now);
     const second = epochSecond(now);
     const { requests, retries } = this.budget.sum(second, budget.windowSeconds);

@@ -4,7 +4,10 @@ import { LocalLimits } from './local-limits';
 
 const limits = (override: DependencyPolicyOverride, share = 1) => {
   const policy = mergeDependencyPolicy(DEFAULT_DEPENDENCY_POLICY, override);
-  return new LocalLimits(() => policy, share);
+  return new LocalLimits(
+    () => policy,
+    () => share,
+  );
 };
 
 describe('LocalLimits (the local fallback’s rate and concurrency limits)', () => {

@@ -13,7 +13,7 @@ export type LocalAdmission =
 /**
  * A dependency's rate and concurrency limits kept by this process alone, for the `local` fallback:
  * a GCRA cell (libs/core `gcraTake`) and a count of attempts in flight. The fleet's limits are
- * fleet-wide, so this process keeps its share (`fallbackShare`) of them: the rate and burst, and
+ * fleet-wide, so this process keeps its share (see `FleetDependency.share`) of them: the rate and burst, and
  * the concurrency limit, scaled (never below 1).
  *
  * It is fed while the coordinator decides too, so it is warm when the coordinator goes away: the
@@ -32,7 +32,7 @@ export class LocalLimits {
 
   constructor(
     private readonly policy: () => DependencyPolicy,
-    private readonly share: number,
+    private readonly share: () => number,
   ) {}
 
   /**
@@ -90,17 +90,18 @@ export class LocalLimits {
   private full(): Extract<LocalAdmission, { allow: false }> | undefined {
     const { concurrency, mode } = this.policy();
     if (!concurrency || mode === 'shadow') return undefined;
-    if (this.inFlight < Math.max(1, Math.floor(concurrency.limit * this.share))) return undefined;
+    if (this.inFlight < Math.max(1, Math.floor(concurrency.limit * this.share()))) return undefined;
     // The fleet would name its earliest lease expiry; here the lease duration bounds it.
     return { allow: false, reason: 'concurrency_limited', retryAfterMs: concurrency.leaseMs };
   }
 
   private scaled(limit: RateLimitPolicy): RateLimitPolicy {
-    if (this.share === 1) return limit;
+    const share = this.share();
+    if (share === 1) return limit;
     return {
-      rate: limit.rate * this.share,
+      rate: limit.rate * share,
       periodMs: limit.periodMs,
-      burst: Math.max(1, Math.floor(limit.burst * this.share)),
+      burst: Math.max(1, Math.floor(limit.burst * share)),
     };
   }
 }

@@ -82,8 +82,10 @@ export class Reporter {
         );
         this.link.succeeded('report');
         for (const { dependency } of batch) {
-          const state = answer.deps?.[dependency.name]?.breaker?.state;
-          if (state) dependency.applyState(state);
+          const reported = answer.deps?.[dependency.name];
+          if (reported?.breaker?.state) dependency.applyState(reported.breaker.state);
+          if (Number.isInteger(reported?.reporters) && reported.reporters > 0)
+            dependency.fleetSize = reported.reporters;
         }
       } catch (error) {
         this.link.failed('report', error);

@@ -45,6 +45,7 @@ import type {
   AdmitRequest,
   BreakerAction,
   BreakerSnapshot,
+  RecordedOutcomes,
   DependencyReadPolicy,
   DependencyRef,
   DependencyRegistration,
@@ -83,6 +84,8 @@ interface DependencyState {
   outcomes: SlidingWindowCounter<OutcomeField>;
   /** Reporter → last report of a failed or slow call (epoch ms). */
   reporters: Map<string, number>;
+  /** Reporter → last report of any kind (epoch ms). */
+  activeReporters: Map<string, number>;
   breaker: BreakerRecord;
   /** Probe token → lease expiry (epoch ms). */
   probes: Map<string, number>;
@@ -151,7 +154,7 @@ export class MemoryStore implements Store {
     };
   }
 
-  async recordOutcomes(ref: DependencyRef, batch: OutcomeBatch, policy: OutcomePolicy): Promise<BreakerSnapshot> {
+  async recordOutcomes(ref: DependencyRef, batch: OutcomeBatch, policy: OutcomePolicy): Promise<RecordedOutcomes> {
     const now = this.clock.now();
     const second = epochSecond(now);
     const windowSeconds = policy.breaker.windowSeconds;
@@ -170,15 +173,16 @@ export class MemoryStore implements Store {
       clearWindow(state);
     } else {
       state.outcomes.add(second, windowSeconds, batch);
-      for (const [reporter, at] of state.reporters)
-        if (at <= now - windowSeconds * 1000) state.reporters.delete(reporter);
+      pruneExpired(state.reporters, now - windowSeconds * 1000);
       if (batch.failures + batch.slow > 0) state.reporters.set(batch.reporter, now);
       const totals = state.outcomes.sum(second, windowSeconds);
       if (machine.evaluate(policy.breaker, { ...totals, failingReporters: state.reporters.size }, now)) {
         clearWindow(state);
       }
     }
-    return this.commit(ref, state, machine);
+    pruneExpired(state.activeReporters, now - policy.budgetWindowSeconds * 1000);
+    state.activeReporters.set(batch.reporter, now);
+    return { breaker: this.commit(ref, state, machine), reporters: state.activeReporters.size };
   }
 
   async admit(ref: DependencyRef, request: AdmitRequest): Promise<AdmitOutcome> {
@@ -557,6 +561,7 @@ export class MemoryStore implements Store {
         budget: new SlidingWindowCounter<BudgetField>(['requests', 'retries']),
         outcomes: new SlidingWindowCounter<OutcomeField>(['successes', 'failures', 'slow']),
         reporters: new Map(),
+        activeReporters: new Map(),
         breaker: { ...CLOSED_BREAKER },
         probes: new Map(),
         rateTat: null,
@@ -648,8 +653,9 @@ function clearWindow(state: DependencyState): void {
   state.probes.clear();
 }
 
-function pruneExpired(probes: Map<string, number>, now: number): void {
-  for (const [token, expiresAt] of probes) if (expiresAt <= now) probes.delete(token);
+/** Drops the entries whose time (an expiry, or a last sighting moved by the window) is at or before `cutoff`. */
+function pruneExpired(entries: Map<string, number>, cutoff: number): void {
+  for (const [key, at] of entries) if (at <= cutoff) entries.delete(key);
 }
 
 function withoutSequence({ seq: _seq, ...entry }: StoredDeadLetter & { seq: number }): StoredDeadLetter {

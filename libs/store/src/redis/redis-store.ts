@@ -20,6 +20,7 @@ import type {
   AdmitRequest,
   BreakerAction,
   BreakerSnapshot,
+  RecordedOutcomes,
   DependencyReadPolicy,
   DeadLetterPageRequest,
   DeadLetterRetention,
@@ -160,7 +161,7 @@ export class RedisStore implements Store {
     };
   }
 
-  async recordOutcomes(ref: DependencyRef, batch: OutcomeBatch, policy: OutcomePolicy): Promise<BreakerSnapshot> {
+  async recordOutcomes(ref: DependencyRef, batch: OutcomeBatch, policy: OutcomePolicy): Promise<RecordedOutcomes> {
     const keys = this.keys.dependency(ref.namespace, ref.dependency);
     const probes = batch.probes.flatMap((probe) => [probe.token, probe.success ? 1 : 0]);
     const reply = await this.run(
@@ -171,6 +172,7 @@ export class RedisStore implements Store {
       keys.reporters,
       keys.probes,
       keys.latency,
+      keys.activeReporters,
       batch.requests,
       batch.successes,
       batch.failures,
@@ -184,7 +186,7 @@ export class RedisStore implements Store {
       ...(batch.latency ?? []),
       ...probes,
     );
-    return breakerFromReply(reply, 0);
+    return { reporters: Number(reply[0]), breaker: breakerFromReply(reply, 1) };
   }
 
   async admit(ref: DependencyRef, request: AdmitRequest): Promise<AdmitOutcome> {

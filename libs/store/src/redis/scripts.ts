@@ -4,7 +4,7 @@ import { join } from 'node:path';
 /** The atomic operations, one Lua file each under ./lua, with the number of KEYS they take. */
 export const SCRIPTS = {
   decide_retry: { numberOfKeys: 3 },
-  record_outcomes: { numberOfKeys: 6 },
+  record_outcomes: { numberOfKeys: 7 },
   admit: { numberOfKeys: 4 },
   take_rate_limit: { numberOfKeys: 1 },
   release_lease: { numberOfKeys: 1 },

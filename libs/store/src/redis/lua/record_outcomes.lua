@@ -1,7 +1,8 @@
 --[[
   Records one reporter's batch for a dependency and runs the breaker on it: first attempts are
   the budget's deposits; outcomes feed the breaker window; probe outcomes move a half-open
-  breaker; a window over its thresholds (with the reporter quorum) opens a closed breaker.
+  breaker; a window over its thresholds (with the reporter quorum) opens a closed breaker. Counts
+  the reporters of the budget window: each client's share of the fleet.
 
   Input:
     KEYS[1] budget window hash
@@ -10,6 +11,7 @@
     KEYS[4] failing reporters sorted set (member: reporter, score: last failed or slow call, epoch ms)
     KEYS[5] probe leases sorted set (member: token, score: expiry in epoch ms)
     KEYS[6] latency window hash
+    KEYS[7] active reporters sorted set (member: reporter, score: last report, epoch ms)
     ARGV[1] requests (first attempts)
     ARGV[2] successes
     ARGV[3] failures
@@ -23,7 +25,7 @@
     ARGV[20..19+n] latency counts on the fixed bounds
     ARGV[20+n..] probe outcomes as token, success (1 or 0) pairs
 
-  Output: <breaker reply tail> after the batch
+  Output: reporters in the budget window, <breaker reply tail> after the batch
 ]]
 local rcall = redis.call
 --- @include "clock"
@@ -99,8 +101,13 @@ else
   end
 end
 
+rcall('ZREMRANGEBYSCORE', KEYS[7], '-inf', nowMs - budgetWindow * 1000)
+rcall('ZADD', KEYS[7], nowMs, reporter)
+rcall('PEXPIRE', KEYS[7], budgetWindow * 1000 + 2000)
+local reporters = rcall('ZCARD', KEYS[7])
+
 if #breaker.transitions > 0 or breaker.state == 'half_open' then
   breakerSave(KEYS[3], breaker, nowMs)
 end
 breakerPublish(ARGV[7], ARGV[8], breaker)
-return breakerReply(breaker, {})
+return breakerReply(breaker, { reporters })
