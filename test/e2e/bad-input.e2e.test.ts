@@ -112,6 +112,8 @@ const reportCases = invalidBodies(REPORTS, [
   ['entry with dep "-api"', report({ dep: '-api' }), at('dep')],
   ['entry with a 129-char dep', report({ dep: 'd'.repeat(129) }), at('dep')],
   ['entry with dep a number', report({ dep: 42 }), at('dep')],
+  ['entry with negative retries', report({ retries: -1 }), at('retries')],
+  ['entry with retries "2"', report({ retries: '2' }), at('retries')],
   ['entry with slow > successes + failures', report({ successes: 2, failures: 1, slow: 4 }), at('slow')],
   ['entry with an unknown property', report({ region: 'eu' }), at('region')],
   ['latency counts one short', report({ latency: { boundsMs: [1, 2, 5], counts: [1, 2, 3] } }), at('latency.counts')],

@@ -66,6 +66,19 @@ describe.each([
     });
   });
 
+  it('charges the retries a client made on its own grant, reported later, to the budget', async () => {
+    // floor(0.1 × 100 + 10 × 10) = 110; a client in its local fallback made 109 retries.
+    await report([{ dep: 'stock', requests: 100, successes: 100, failures: 0, slow: 0, retries: 109 }]).expect(200);
+    expect((await retry('stock', { attempt: 1, idempotent: true }).expect(200)).body).toMatchObject({
+      allow: true,
+      budget: { retries: 110, requests: 100, limit: 110 },
+    });
+    expect((await retry('stock', { attempt: 1, idempotent: true }).expect(200)).body).toMatchObject({
+      allow: false,
+      reason: 'budget_exhausted',
+    });
+  });
+
   it('decides not_retriable, not_idempotent and max_attempts before touching the budget', async () => {
     const cases: Array<[object, string]> = [
       [{ attempt: 1, idempotent: true, status: 400 }, 'not_retriable'],

@@ -110,6 +110,8 @@ describe('the coordinator is killed mid-run: local fallback, then back to the fl
     await sluice.flush();
     const view = (await (await fetch(`${coordinator.url}/v1/shop/deps/orders`)).json()) as DependencyView;
     expect(view.breaker.state).toBe('open');
+    // So are the 3 retries the local budget granted: the fleet's budget is charged for them.
+    expect(view.budget.retries).toBe(3);
     await waitUntil(
       () => orders.breakerState === 'open',
       5000,

@@ -107,7 +107,7 @@ export class Sluice extends PolicyEvents {
     const agents = new Agents();
     const failuresBeforeFallback = options.failuresBeforeFallback ?? FAILURES_BEFORE_FALLBACK;
     positiveInteger('failuresBeforeFallback', failuresBeforeFallback, 1, 100);
-    this.link = new CoordinatorLink(logger, this.fallbackMode, failuresBeforeFallback);
+    this.link = new CoordinatorLink(logger, this.fallbackMode, failuresBeforeFallback, () => clock.now());
     this.onFallback = this.link.changes.event;
     this.link.changes.event(({ active }) => {
       if (!active) this.unchecked.clear();
@@ -250,6 +250,7 @@ export class Sluice extends PolicyEvents {
 
   private async decideRetry(dependency: FleetDependency, request: RetryRequest): Promise<RetryVerdict> {
     if (!this.link.fallback && !this.closed) {
+      const askedAt = this.runtime.clock.now();
       try {
         const decision = await this.transport.retry(dependency.name, request, this.decisionTimeoutMs);
         this.link.succeeded('retry');
@@ -263,13 +264,18 @@ export class Sluice extends PolicyEvents {
         };
       } catch (error) {
         // A hiccup, not yet an outage: no retry without the fleet's grant.
-        if (!this.link.failed('retry', error)) return { allow: false, reason: 'coordinator_unavailable', delayMs: 0 };
+        if (!this.link.failed('retry', error, askedAt)) {
+          return { allow: false, reason: 'coordinator_unavailable', delayMs: 0 };
+        }
       }
     }
     const now = this.runtime.clock.now();
     switch (this.fallbackMode) {
-      case 'local':
-        return dependency.local.decideRetry(request, now, this.runtime.random);
+      case 'local': {
+        const verdict = dependency.local.decideRetry(request, now, this.runtime.random);
+        if (verdict.allow) dependency.recordOwnRetry(now);
+        return verdict;
+      }
       case 'fail-open': {
         const { backoff } = dependency.fallbackPolicy;
         const delayMs = backoffDelay(
@@ -277,6 +283,7 @@ export class Sluice extends PolicyEvents {
           { attempt: request.attempt, retryAfterMs: request.retryAfterMs },
           this.runtime.random,
         );
+        dependency.recordOwnRetry(now);
         return { allow: true, reason: 'granted', delayMs };
       }
       case 'fail-closed':
@@ -291,6 +298,7 @@ export class Sluice extends PolicyEvents {
    */
   private async admit(dependency: FleetDependency, cost: number): Promise<AdmitVerdict | undefined> {
     const askedAt = Date.now();
+    const startedAt = this.runtime.clock.now();
     const answer = this.transport.admit(dependency.name, Math.max(this.decisionTimeoutMs, this.requestTimeoutMs), cost);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<undefined>(
@@ -317,7 +325,7 @@ export class Sluice extends PolicyEvents {
         askedAt,
       };
     } catch (error) {
-      this.link.failed('admit', error);
+      this.link.failed('admit', error, startedAt);
       return undefined;
     } finally {
       clearTimeout(timer);

@@ -19,6 +19,11 @@ export interface DependencyReport {
   successes: number;
   failures: number;
   slow: number;
+  /**
+   * Retries this reporter made without the coordinator's grant (its local fallback decided) since
+   * its last report: charged to the fleet's budget, so a fallback cannot spend it twice.
+   */
+  retries?: number;
   latency?: LatencyHistogram;
   probes?: ProbeOutcome[];
 }

@@ -54,6 +54,8 @@ export interface OutcomeBatch {
   successes: number;
   failures: number;
   slow: number;
+  /** Retries made without the fleet's grant (a client's local fallback): charged to the budget. */
+  retries?: number;
   probes: ProbeOutcome[];
   /** Latency counts on the fixed bounds (LATENCY_BOUNDS_MS, plus the overflow bucket). */
   latency?: number[];

@@ -199,6 +199,21 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
       });
     });
 
+    it('charges the retries a reporter made on its own grant to the budget', async () => {
+      const ref = freshRef();
+      await store.recordOutcomes(ref, batch({ requests: 100, retries: 108 }), WINDOWS);
+      // floor(0.1 × 100 + 10 × 10) = 110, of which 108 are spent: two left.
+      const verdicts = [];
+      for (let i = 0; i < 3; i++) verdicts.push((await store.decideRetry(ref, { budget: BUDGET, delayMs: 0 })).verdict);
+      expect(verdicts).toEqual(['granted', 'granted', 'budget_exhausted']);
+      expect(await store.readDependency(ref, READ)).toMatchObject({
+        budget: { retries: 110, requests: 100, limit: 110 },
+      });
+      // Retries alone, with no deposit, are charged too.
+      await store.recordOutcomes(ref, batch({ retries: 3 }, 'pod-2'), WINDOWS);
+      expect(await store.readDependency(ref, READ)).toMatchObject({ budget: { retries: 113, requests: 100 } });
+    });
+
     it('counts the distinct reporters of the budget window, and forgets one that stopped reporting', async () => {
       const ref = freshRef();
       const report = async (reporter: string) =>

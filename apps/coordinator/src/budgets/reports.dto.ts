@@ -88,6 +88,17 @@ export class DependencyReportDto implements DependencyReport {
   slow!: number;
 
   @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(MAX_COUNT)
+  @JSONSchema({
+    description:
+      'Retries made without the coordinator\u2019s grant (the client\u2019s local fallback decided) since the last ' +
+      'report; charged to the retry budget.',
+  })
+  retries?: number;
+
+  @IsOptional()
   @IsObject()
   @ValidateNested()
   @Type(() => LatencyHistogramDto)

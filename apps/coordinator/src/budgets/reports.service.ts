@@ -38,6 +38,7 @@ export class ReportsService {
             successes: entry.successes,
             failures: entry.failures,
             slow: entry.slow,
+            retries: entry.retries ?? 0,
             probes: entry.probes ?? [],
             latency: entry.latency && rebucket(entry.latency.boundsMs, entry.latency.counts),
           },
@@ -72,6 +73,7 @@ function mergeByDependency(entries: DependencyReport[]): Array<{ entry: Dependen
     existing.entry.successes += entry.successes;
     existing.entry.failures += entry.failures;
     existing.entry.slow += entry.slow;
+    existing.entry.retries = (existing.entry.retries ?? 0) + (entry.retries ?? 0);
     existing.entry.probes = [...(existing.entry.probes ?? []), ...(entry.probes ?? [])];
     existing.entry.latency = mergeHistograms(existing.entry.latency, entry.latency);
   });

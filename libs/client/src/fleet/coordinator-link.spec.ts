@@ -19,4 +19,19 @@ describe('CoordinatorLink', () => {
     expect(link.fallback).toBe(false);
     expect(switches).toEqual([true, false]);
   });
+
+  it('counts exchanges that were under way when one failed as one failure', () => {
+    let now = 0;
+    const link = new CoordinatorLink(silentLogger, 'local', 3, () => now);
+    // A burst of decisions all started at 0 and all timed out at 50: one failure.
+    now = 50;
+    for (let i = 0; i < 20; i++) expect(link.failed('retry', new Error('slow'), 0)).toBe(false);
+    // The next ones, started after it, count: the third independent failure switches.
+    now = 110;
+    expect(link.failed('retry', new Error('slow'), 60)).toBe(false);
+    expect(link.failed('retry', new Error('slow'), 60)).toBe(false);
+    now = 170;
+    expect(link.failed('retry', new Error('slow'), 120)).toBe(true);
+    expect(link.fallback).toBe(true);
+  });
 });

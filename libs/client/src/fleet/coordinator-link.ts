@@ -36,25 +36,34 @@ export const FAILURES_BEFORE_FALLBACK = 3;
 
 /**
  * Tracks whether the coordinator answers, and switches the SDK to and from its local fallback.
- * One slow or failed exchange is a hiccup, not an outage: the fallback (with its own, unshared
- * budget) takes over only after FAILURES_BEFORE_FALLBACK in a row, so a busy coordinator cannot
- * make the fleet's budget leak through every client's local one.
+ * One slow or failed exchange is a hiccup, not an outage: the fallback takes over only after
+ * FAILURES_BEFORE_FALLBACK in a row, each from an exchange started after the previous one failed.
+ * Exchanges already under way when one fails (a burst of decisions meeting one slow moment) add
+ * no evidence, so a busy coordinator does not switch a client whose exchanges merely overlap.
  */
 export class CoordinatorLink {
   /** True while the local fallback decides. */
   fallback = false;
   readonly changes = new EventEmitter<FallbackChange>();
   private consecutiveFailures = 0;
+  /** When the last counted failure was noticed. */
+  private lastFailureAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly logger: SluiceLogger,
     private readonly mode: string,
     private readonly failuresBeforeFallback = FAILURES_BEFORE_FALLBACK,
+    private readonly now: () => number = Date.now,
   ) {}
 
-  /** Counts a failed exchange; true once the fallback decides. */
-  failed(during: string, error: unknown): boolean {
+  /**
+   * Counts a failed exchange, unless it started (`startedAt`, on the same clock) before the last
+   * counted failure was noticed; true once the fallback decides.
+   */
+  failed(during: string, error: unknown, startedAt?: number): boolean {
     if (this.fallback) return true;
+    if (startedAt !== undefined && startedAt < this.lastFailureAt) return false;
+    this.lastFailureAt = this.now();
     this.consecutiveFailures += 1;
     if (this.consecutiveFailures < this.failuresBeforeFallback) return false;
     this.fallback = true;

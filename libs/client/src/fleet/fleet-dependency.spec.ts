@@ -45,6 +45,13 @@ describe('FleetDependency', () => {
     dep.recordOutcome(clock.now(), 3, false);
     dep.recordOutcome(clock.now(), 150, true); // slow (slowCallMs 100 from the fleet's policy) and failed
     dep.probes.push({ token: 't', success: true });
+    expect(dep.takeReport()).not.toHaveProperty('retries');
+    dep.recordRequest(clock.now());
+    dep.recordOutcome(clock.now(), 3, false);
+    dep.recordOutcome(clock.now(), 150, true);
+    dep.probes.push({ token: 't', success: true });
+    dep.recordOwnRetry(clock.now());
+    dep.recordOwnRetry(clock.now());
     const report = dep.takeReport();
     expect(report).toMatchObject({
       dep: 'pay',
@@ -52,13 +59,14 @@ describe('FleetDependency', () => {
       successes: 1,
       failures: 1,
       slow: 1,
+      retries: 2,
       probes: [{ token: 't', success: true }],
     });
     expect(report.latency?.counts).toEqual([0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0]);
     expect(dep.hasPending).toBe(false);
 
     dep.restoreReport(report, clock.now());
-    expect(dep.takeReport()).toMatchObject({ requests: 1, successes: 1, failures: 1, slow: 1 });
+    expect(dep.takeReport()).toMatchObject({ requests: 1, successes: 1, failures: 1, slow: 1, retries: 2 });
   });
 
   it('the fallback policy is the fleet policy under the configured override', () => {

@@ -57,6 +57,8 @@ export class FleetDependency {
   successes = 0;
   failures = 0;
   slow = 0;
+  /** Retries made on this process's own grant (its fallback decided): the fleet's budget is charged. */
+  ownRetries = 0;
   samples = 0;
   counts = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0);
   probes: ProbeOutcome[] = [];
@@ -161,6 +163,12 @@ export class FleetDependency {
     this.local.recordRequest(now);
   }
 
+  /** A retry went out on this process's own grant, not the coordinator's. */
+  recordOwnRetry(now: number): void {
+    if (this.pendingSince === 0) this.pendingSince = now;
+    this.ownRetries++;
+  }
+
   /** An attempt ended: `failed` when it was the dependency's failure. */
   recordOutcome(now: number, latencyMs: number, failed: boolean): void {
     if (this.pendingSince === 0) this.pendingSince = now;
@@ -188,9 +196,10 @@ export class FleetDependency {
       failures: this.failures,
       slow: this.slow,
     };
+    if (this.ownRetries > 0) report.retries = this.ownRetries;
     if (this.samples > 0) report.latency = { boundsMs: LATENCY_BOUNDS_MS, counts: this.counts };
     if (this.probes.length > 0) report.probes = this.probes;
-    this.requests = this.successes = this.failures = this.slow = this.samples = 0;
+    this.requests = this.successes = this.failures = this.slow = this.samples = this.ownRetries = 0;
     this.counts = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0);
     this.probes = [];
     this.pendingSince = 0;
@@ -203,6 +212,7 @@ export class FleetDependency {
     this.successes += report.successes;
     this.failures += report.failures;
     this.slow += report.slow;
+    this.ownRetries += report.retries ?? 0;
     if (report.latency) {
       report.latency.counts.forEach((count, slot) => (this.counts[slot] += count));
       this.samples += report.latency.counts.reduce((sum, count) => sum + count, 0);

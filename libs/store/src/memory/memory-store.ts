@@ -167,7 +167,10 @@ export class MemoryStore implements Store {
       }
     }
     if (batch.latency) state.latency.add(second, windowSeconds, latencyDelta(batch.latency));
-    if (batch.requests > 0) state.budget.add(second, policy.budgetWindowSeconds, { requests: batch.requests });
+    const retries = batch.retries ?? 0;
+    if (batch.requests + retries > 0) {
+      state.budget.add(second, policy.budgetWindowSeconds, { requests: batch.requests, retries });
+    }
     const entered = machine.transitions.length > 0 ? machine.record.state : undefined;
     if (entered === 'closed' || entered === 'open') {
       clearWindow(state);

@@ -182,6 +182,7 @@ export class RedisStore implements Store {
       keys.events,
       ref.dependency,
       ...breakerPolicyArgs(policy.breaker),
+      batch.retries ?? 0,
       batch.latency?.length ?? 0,
       ...(batch.latency ?? []),
       ...probes,

@@ -1,6 +1,6 @@
 --[[
   Records one reporter's batch for a dependency and runs the breaker on it: first attempts are
-  the budget's deposits; outcomes feed the breaker window; probe outcomes move a half-open
+  the budget's deposits, and retries the reporter made on its own grant are charged to it; outcomes feed the breaker window; probe outcomes move a half-open
   breaker; a window over its thresholds (with the reporter quorum) opens a closed breaker. Counts
   the reporters of the budget window: each client's share of the fleet.
 
@@ -21,9 +21,10 @@
     ARGV[7] event channel
     ARGV[8] dependency name
     ARGV[9..18] breaker policy (BREAKER_POLICY_ARGS order)
-    ARGV[19] n: how many latency counts follow (0, or one per fixed bucket)
-    ARGV[20..19+n] latency counts on the fixed bounds
-    ARGV[20+n..] probe outcomes as token, success (1 or 0) pairs
+    ARGV[19] retries made without the fleet's grant
+    ARGV[20] n: how many latency counts follow (0, or one per fixed bucket)
+    ARGV[21..20+n] latency counts on the fixed bounds
+    ARGV[21+n..] probe outcomes as token, success (1 or 0) pairs
 
   Output: reporters in the budget window, <breaker reply tail> after the batch
 ]]
@@ -43,8 +44,9 @@ local budgetWindow = tonumber(ARGV[5])
 local reporter = ARGV[6]
 local policy = breakerPolicy(9)
 local outcomeWindow = policy.windowSeconds
-local latencyCount = tonumber(ARGV[19])
-local firstProbe = 20 + latencyCount
+local retries = tonumber(ARGV[19])
+local latencyCount = tonumber(ARGV[20])
+local firstProbe = 21 + latencyCount
 
 local second, nowMs = serverTime()
 local breaker = breakerLoad(KEYS[3])
@@ -69,14 +71,14 @@ end
 if latencyCount > 0 then
   local counts = {}
   for i = 1, latencyCount do
-    counts[i] = tonumber(ARGV[19 + i])
+    counts[i] = tonumber(ARGV[20 + i])
   end
   windowPrune(KEYS[6], LATENCY_FIELDS, second, outcomeWindow)
   windowAdd(KEYS[6], LATENCY_FIELDS, counts, second, outcomeWindow)
 end
 windowPrune(KEYS[1], BUDGET_FIELDS, second, budgetWindow)
-if requests > 0 then
-  windowAdd(KEYS[1], BUDGET_FIELDS, { requests, 0 }, second, budgetWindow)
+if requests + retries > 0 then
+  windowAdd(KEYS[1], BUDGET_FIELDS, { requests, retries }, second, budgetWindow)
 end
 local entered = #breaker.transitions > 0 and breaker.state
 if entered == 'closed' or entered == 'open' then
