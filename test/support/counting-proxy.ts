@@ -1,4 +1,4 @@
-import { createServer, request, type Server } from 'node:http';
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface CountingProxy {
@@ -17,6 +17,8 @@ export interface CountingProxyOptions {
    * buffered and handed to `onBody` before it is forwarded. Other answers stream through.
    */
   inspect?: { match: RegExp; onBody(line: string, body: Buffer): void };
+  /** Holds a request this many ms before forwarding it (a slow or hung upstream); 0 forwards at once. */
+  delayMs?: (line: string) => number;
 }
 
 /** A pass-through HTTP proxy that records every request it forwards (streams included). */
@@ -24,9 +26,23 @@ export async function startCountingProxy(target: string, options: CountingProxyO
   const upstream = new URL(target);
   const seen: string[] = [];
   const answered: string[] = [];
+  const held = new Set<NodeJS.Timeout>();
   const server: Server = createServer((req, res) => {
     const line = `${req.method} ${(req.url ?? '/').split('?')[0]}`;
     seen.push(line);
+    const delayMs = options.delayMs?.(line) ?? 0;
+    if (delayMs <= 0) {
+      forwardRequest(req, res, line);
+      return;
+    }
+    req.pause();
+    const timer = setTimeout(() => {
+      held.delete(timer);
+      if (!res.destroyed) forwardRequest(req, res, line);
+    }, delayMs);
+    held.add(timer);
+  });
+  const forwardRequest = (req: IncomingMessage, res: ServerResponse, line: string) => {
     const forward = request(
       { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
       (answer) => {
@@ -50,7 +66,7 @@ export async function startCountingProxy(target: string, options: CountingProxyO
     forward.on('error', () => res.destroy());
     res.on('close', () => forward.destroy());
     req.pipe(forward);
-  });
+  };
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
@@ -59,6 +75,7 @@ export async function startCountingProxy(target: string, options: CountingProxyO
     answered,
     count: (match) => seen.filter(match).length,
     async close() {
+      held.forEach(clearTimeout);
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

@@ -113,9 +113,13 @@ export interface SluiceOptions {
   defaults?: DependencyOptions;
   /** How often outcomes are reported, in ms (default 200). */
   reportIntervalMs?: number;
-  /** Timeout of a retry or admit decision, in ms (default 50). */
+  /**
+   * How long a call waits for a retry or admit decision, in ms (default 50). A later answer still
+   * counts as the coordinator answering: only a request that fails, or gets no answer within
+   * `requestTimeoutMs`, counts toward the switch to the fallback.
+   */
   decisionTimeoutMs?: number;
-  /** Timeout of reports and view reads, in ms (default 1000). */
+  /** Timeout of reports, view reads and the decisions' requests themselves, in ms (default 1000). */
   requestTimeoutMs?: number;
   /** Connect timeout towards the coordinator, in ms (default 100). */
   coordinatorConnectTimeoutMs?: number;

@@ -1,8 +1,7 @@
 import { backoffDelay, systemClock, type Clock, type RandomSource } from '@sluice/core';
-import { RESOURCE_NAME_PATTERN, type BreakerState, type RetryRequest } from '@sluice/protocol';
+import { RESOURCE_NAME_PATTERN, type BreakerState, type RetryDecision, type RetryRequest } from '@sluice/protocol';
 import { hostname } from 'node:os';
 import { Dependency } from './dependency';
-import { CoordinatorUnavailableError } from './errors';
 import type { Event } from './events';
 import { fetchThrough, type SluiceFetchInit } from './fetch';
 import { BreakerFeed } from './fleet/breaker-feed';
@@ -251,10 +250,19 @@ export class Sluice extends PolicyEvents {
   private async decideRetry(dependency: FleetDependency, request: RetryRequest): Promise<RetryVerdict> {
     if (!this.link.fallback && !this.closed) {
       const askedAt = this.runtime.clock.now();
-      try {
-        const decision = await this.transport.retry(dependency.name, request, this.decisionTimeoutMs);
+      const answer = this.transport.retry(dependency.name, request, this.requestTimeoutMs);
+      const answered = (decision: RetryDecision) => {
         this.link.succeeded('retry');
         dependency.applyState(decision.breaker.state);
+      };
+      try {
+        const decision = await this.withinDecisionTimeout(answer);
+        if (decision === undefined) {
+          // Slow is not down: the late answer, or its failure, tells the link. No retry without a grant.
+          void answer.then(answered, (error: unknown) => this.link.failed('retry', error, askedAt));
+          return { allow: false, reason: 'coordinator_unavailable', delayMs: 0 };
+        }
+        answered(decision);
         if (decision.allow) dependency.local.countFleetRetry(this.runtime.clock.now());
         return {
           allow: decision.allow,
@@ -300,18 +308,18 @@ export class Sluice extends PolicyEvents {
     const askedAt = Date.now();
     const startedAt = this.runtime.clock.now();
     const answer = this.transport.admit(dependency.name, Math.max(this.decisionTimeoutMs, this.requestTimeoutMs), cost);
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<undefined>(
-      (resolve) => (timer = setTimeout(() => resolve(undefined), this.decisionTimeoutMs)),
-    );
     try {
-      const decision = await Promise.race([answer, late]);
+      const decision = await this.withinDecisionTimeout(answer);
       if (decision === undefined) {
+        // Slow is not down: the late answer, or its failure, tells the link; the local limits decide this call.
         void answer.then(
-          (lateDecision) => lateDecision.lease && this.leases.releaseUnheld(dependency.name, lateDecision.lease.id),
-          () => undefined,
+          (lateDecision) => {
+            this.link.succeeded('admit');
+            if (lateDecision.lease) this.leases.releaseUnheld(dependency.name, lateDecision.lease.id);
+          },
+          (error: unknown) => this.link.failed('admit', error, startedAt),
         );
-        throw new CoordinatorUnavailableError(`the coordinator did not answer within ${this.decisionTimeoutMs} ms`);
+        return undefined;
       }
       this.link.succeeded('admit');
       dependency.applyState(decision.breaker.state);
@@ -327,6 +335,17 @@ export class Sluice extends PolicyEvents {
     } catch (error) {
       this.link.failed('admit', error, startedAt);
       return undefined;
+    }
+  }
+
+  /** The answer, if it comes within the decision timeout; undefined if it is later (it may still come). */
+  private async withinDecisionTimeout<T>(answer: Promise<T>): Promise<T | undefined> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>(
+      (resolve) => (timer = setTimeout(() => resolve(undefined), this.decisionTimeoutMs)),
+    );
+    try {
+      return await Promise.race([answer, late]);
     } finally {
       clearTimeout(timer);
     }

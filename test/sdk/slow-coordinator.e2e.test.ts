@@ -1,0 +1,91 @@
+import { Sluice, isGiveUpError, type FallbackChange, type GiveUpError } from '@sluice/client';
+import type { RunningCoordinator } from '../support/coordinator';
+import { startCountingProxy, type CountingProxy } from '../support/counting-proxy';
+import { fail, startFlakyServer, type FlakyServer } from '../support/flaky-server';
+import { waitUntil } from '../support/redis-server';
+import { retryDecisions, startShopCoordinator } from '../support/sdk';
+
+async function failure(promise: Promise<unknown>): Promise<GiveUpError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!isGiveUpError(error)) throw new Error(`expected a GiveUpError, got ${String(error)}`);
+  return error;
+}
+
+describe('a slow coordinator is not a lost one', () => {
+  let coordinator: RunningCoordinator;
+  let proxy: CountingProxy;
+  let server: FlakyServer;
+  /** How long the proxy holds each coordinator request, by "METHOD /path". */
+  let delay: (line: string) => number = () => 0;
+
+  beforeAll(async () => {
+    // Breakers that do not open here: this is about the retry decisions.
+    coordinator = await startShopCoordinator({ stock: { breaker: { minimumCalls: 1000 } } });
+    proxy = await startCountingProxy(coordinator.url, { delayMs: (line) => delay(line) });
+    server = await startFlakyServer();
+  });
+  afterAll(async () => {
+    await server.close();
+    await proxy.close();
+    await coordinator.close();
+  });
+
+  it('answers later than the decision timeout: no retry, no fallback; no answer at all: the fallback', async () => {
+    const sluice = new Sluice({
+      baseUrls: [proxy.url],
+      namespace: 'shop',
+      logger: false,
+      decisionTimeoutMs: 50,
+      requestTimeoutMs: 400,
+      reportIntervalMs: 50,
+    });
+    const switches: FallbackChange[] = [];
+    sluice.onFallback((change) => switches.push(change));
+    const stock = sluice.dependency('stock', {
+      idempotent: true,
+      fallbackPolicy: { backoff: { baseMs: 1, capMs: 5, jitter: 'full' }, breaker: { minimumCalls: 1000 } },
+    });
+    server.plan([], fail(503));
+
+    // Decisions answered after 150 ms: each call's retry is refused, and the SDK stays with the fleet.
+    delay = (line) => (line.endsWith('/retry') ? 150 : 0);
+    for (let i = 0; i < 6; i++) {
+      const error = await failure(stock.fetch(`${server.url}/slow/${i}`));
+      expect([error.reason, error.attempts]).toEqual(['coordinator_unavailable', 1]);
+    }
+    await waitUntil(
+      () => proxy.answered.filter((line) => line.endsWith('/retry 200')).length === 6,
+      5000,
+      () => `the late answers never came: ${proxy.answered.join(', ')}`,
+    );
+    expect(sluice.fallbackActive).toBe(false);
+    expect(switches).toEqual([]);
+    // The coordinator granted and counted them: a late grant is lost, never spent twice.
+    expect(await retryDecisions(coordinator.url, 'stock', 'granted')).toBe(6);
+
+    // Now nothing answers within the request timeout: after three failures in a row, the fallback.
+    delay = () => 2000;
+    await waitUntil(
+      async () => {
+        await failure(stock.fetch(`${server.url}/hung`));
+        return sluice.fallbackActive;
+      },
+      10_000,
+      () => 'the SDK never switched to its fallback',
+    );
+    expect(switches).toEqual([expect.objectContaining({ active: true })]);
+    const local = await failure(stock.fetch(`${server.url}/fallback`));
+    expect([local.reason, local.attempts]).toEqual(['max_attempts', 3]);
+
+    delay = () => 0;
+    await waitUntil(
+      () => !sluice.fallbackActive,
+      5000,
+      () => 'the SDK never returned to the coordinator',
+    );
+    await sluice.close();
+  });
+});
