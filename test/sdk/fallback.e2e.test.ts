@@ -1,19 +1,10 @@
-import { Sluice, isGiveUpError, type BreakerChange, type FallbackChange, type GiveUpError } from '@sluice/client';
+import { Sluice, type BreakerChange, type FallbackChange, type GiveUpError } from '@sluice/client';
 import type { DependencyView } from '@sluice/protocol';
 import { startCoordinatorProcess, type CoordinatorProcess } from '../support/coordinator-process';
 import { fail, ok, startFlakyServer, type FlakyServer } from '../support/flaky-server';
 import { findFreePort } from '../support/ports';
 import { waitUntil } from '../support/redis-server';
-import { breakerAction, policiesFile, retryDecisions } from '../support/sdk';
-
-async function failure(promise: Promise<unknown>): Promise<GiveUpError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!isGiveUpError(error)) throw new Error(`expected a GiveUpError, got ${String(error)}`);
-  return error;
-}
+import { breakerAction, failure, policiesFile, retryDecisions } from '../support/sdk';
 
 describe('the coordinator is killed mid-run: local fallback, then back to the fleet', () => {
   let port: number;

@@ -1,18 +1,9 @@
-import { Sluice, isGiveUpError, type FallbackChange, type GiveUpError } from '@sluice/client';
+import { Sluice, type FallbackChange } from '@sluice/client';
 import type { RunningCoordinator } from '../support/coordinator';
 import { startCountingProxy, type CountingProxy } from '../support/counting-proxy';
 import { fail, startFlakyServer, type FlakyServer } from '../support/flaky-server';
 import { waitUntil } from '../support/redis-server';
-import { retryDecisions, startShopCoordinator } from '../support/sdk';
-
-async function failure(promise: Promise<unknown>): Promise<GiveUpError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!isGiveUpError(error)) throw new Error(`expected a GiveUpError, got ${String(error)}`);
-  return error;
-}
+import { failure, retryDecisions, startShopCoordinator } from '../support/sdk';
 
 describe('a slow coordinator is not a lost one', () => {
   let coordinator: RunningCoordinator;

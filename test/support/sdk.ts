@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isGiveUpError, type GiveUpError } from '@sluice/client';
 import type { SluiceConfig } from '../../apps/coordinator/src/config/config';
 import { startCoordinator, type RunningCoordinator } from './coordinator';
 
@@ -45,4 +46,14 @@ export async function breakerAction(baseUrl: string, dependency: string, action:
   });
   await response.arrayBuffer();
   return response.status;
+}
+
+/** The GiveUpError a call ends with; fails the test if it ends any other way. */
+export async function failure(promise: Promise<unknown>): Promise<GiveUpError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!isGiveUpError(error)) throw new Error(`expected a GiveUpError, got ${String(error)}`);
+  return error;
 }
