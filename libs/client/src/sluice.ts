@@ -250,7 +250,11 @@ export class Sluice extends PolicyEvents {
   private async decideRetry(dependency: FleetDependency, request: RetryRequest): Promise<RetryVerdict> {
     if (!this.link.fallback && !this.closed) {
       const askedAt = this.runtime.clock.now();
-      const answer = this.transport.retry(dependency.name, request, this.requestTimeoutMs);
+      const answer = this.transport.retry(
+        dependency.name,
+        request,
+        Math.max(this.decisionTimeoutMs, this.requestTimeoutMs),
+      );
       const answered = (decision: RetryDecision) => {
         this.link.succeeded('retry');
         dependency.applyState(decision.breaker.state);
