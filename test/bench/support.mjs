@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 
 const children = new Set();
+let started = 0;
 
 /**
  * Tracks a child process until it exits: its output is kept (last few KB) for error messages,
@@ -24,7 +25,13 @@ export function track(child, name = 'process') {
     return { code, signal };
   });
   children.add(child);
+  started++;
   return child;
+}
+
+/** How many child processes were started, and the ones not yet seen to exit. */
+export function childProcesses() {
+  return { started, running: [...children].map((child) => `${child.name} (pid ${child.pid})`) };
 }
 
 /** Starts a tracked child process. */

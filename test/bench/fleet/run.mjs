@@ -12,7 +12,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { TOLERANCE, checks, figures, notes, table } from './analyse.mjs';
-import { killAllChildrenNow, stopAllChildren, stopChild, freePort, track, waitReady } from '../support.mjs';
+import {
+  childProcesses,
+  killAllChildrenNow,
+  stopAllChildren,
+  stopChild,
+  freePort,
+  track,
+  waitReady,
+} from '../support.mjs';
 import { renderChart } from './chart.mjs';
 import { CALL_DEADLINE_MS, DEPENDENCY, USAGE, readOptions, runPolicy, scenarioMs } from './scenario.mjs';
 
@@ -193,23 +201,26 @@ async function observeBreaker(url, namespace) {
   };
 }
 
-/** Deletes every key of this run's prefix (and only those) from the shared Redis. */
-async function deleteRedisKeys() {
+/**
+ * Visits every key of this run's prefix (and only those) in the shared Redis, deleting them when
+ * `remove` is set; returns how many there were.
+ */
+async function redisKeys({ remove }) {
   if (!redisUsed) return 0;
   const redis = new Redis(options.redisUrl, { protocol: 2, lazyConnect: true, maxRetriesPerRequest: 2 });
   await redis.connect();
-  let deleted = 0;
+  let found = 0;
   try {
     let cursor = '0';
     do {
       const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 1000);
-      if (keys.length > 0) deleted += await redis.del(...keys);
+      if (keys.length > 0) found += remove ? await redis.del(...keys) : keys.length;
       cursor = next;
     } while (cursor !== '0');
   } finally {
     redis.disconnect();
   }
-  return deleted;
+  return found;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -220,7 +231,7 @@ function cleanup() {
   cleaning ??= (async () => {
     await stopAllChildren();
     try {
-      const deleted = await deleteRedisKeys();
+      const deleted = await redisKeys({ remove: true });
       if (deleted > 0) process.stderr.write(`deleted ${deleted} Redis keys under ${PREFIX}:\n`);
     } catch (error) {
       process.stderr.write(`could not delete the Redis keys under ${PREFIX}: (${error.message})\n`);
@@ -389,6 +400,16 @@ async function main() {
 
   await cleanup();
   const results = checks(rows, POLICY);
+  // What the clean-up left: no process this benchmark started, no key under its prefix.
+  const { started, running } = childProcesses();
+  const keysLeft = await redisKeys({ remove: false });
+  results.push({
+    ok: running.length === 0 && keysLeft === 0,
+    text:
+      `clean-up: ${started - running.length} of the ${started} processes started have exited` +
+      (running.length > 0 ? ` (still running: ${running.join(', ')})` : '') +
+      `; ${keysLeft} Redis keys left under ${PREFIX}:`,
+  });
   const lines = [
     '',
     table(rows),
