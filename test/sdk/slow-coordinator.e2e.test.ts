@@ -1,7 +1,7 @@
 import { Sluice, type FallbackChange } from '@sluice/client';
 import type { RunningCoordinator } from '../support/coordinator';
 import { startCountingProxy, type CountingProxy } from '../support/counting-proxy';
-import { fail, startFlakyServer, type FlakyServer } from '../support/flaky-server';
+import { fail, ok, startFlakyServer, type FlakyServer } from '../support/flaky-server';
 import { waitUntil } from '../support/redis-server';
 import { failure, retryDecisions, startShopCoordinator } from '../support/sdk';
 
@@ -14,7 +14,11 @@ describe('a slow coordinator is not a lost one', () => {
 
   beforeAll(async () => {
     // Breakers that do not open here: this is about the retry decisions.
-    coordinator = await startShopCoordinator({ stock: { breaker: { minimumCalls: 1000 } } });
+    coordinator = await startShopCoordinator({
+      stock: { breaker: { minimumCalls: 1000 } },
+      // One that opens on 4 calls at 50 % failures, and half-opens 300 ms later.
+      pay: { breaker: { minimumCalls: 4, failureRateThreshold: 0.5, openMs: 300 } },
+    });
     proxy = await startCountingProxy(coordinator.url, { delayMs: (line) => delay(line) });
     server = await startFlakyServer();
   });
@@ -77,6 +81,40 @@ describe('a slow coordinator is not a lost one', () => {
       5000,
       () => 'the SDK never returned to the coordinator',
     );
+    await sluice.close();
+  });
+
+  it('a half-open fleet breaker whose admit answers late lets no probe out', async () => {
+    delay = () => 0;
+    const sluice = new Sluice({
+      baseUrls: [proxy.url],
+      namespace: 'shop',
+      logger: false,
+      decisionTimeoutMs: 50,
+      requestTimeoutMs: 400,
+      reportIntervalMs: 50,
+    });
+    const pay = sluice.dependency('pay', {
+      maxAttempts: 1,
+      // The process's own breaker opens on the same failures, and half-opens after 100 ms.
+      fallbackPolicy: { breaker: { minimumCalls: 4, failureRateThreshold: 0.5, openMs: 100 } },
+    });
+    server.plan([], fail(503));
+    for (let i = 0; i < 4; i++) await failure(pay.fetch(`${server.url}/pay/${i}`));
+    await waitUntil(
+      () => pay.breakerState === 'half_open',
+      5000,
+      () => `the fleet breaker never half-opened (${pay.breakerState})`,
+    );
+
+    // The fleet's probe decision comes too late: the call is refused, and nothing reaches the server.
+    delay = (line) => (line.endsWith('/admit') ? 150 : 0);
+    server.plan([], ok());
+    const sent = server.requests.length;
+    await expect(pay.fetch(`${server.url}/pay/probe`)).rejects.toMatchObject({ isBreakerOpenError: true, attempts: 0 });
+    expect(server.requests).toHaveLength(sent);
+    expect(sluice.fallbackActive).toBe(false);
+    delay = () => 0;
     await sluice.close();
   });
 });

@@ -91,7 +91,7 @@ function setup(
       if (fallbackMode === 'local') return dependency.local.state(now);
       return fallbackMode === 'fail-open' ? 'closed' : dependency.fleetState(now);
     },
-    tryLocalProbe: (dependency, now) => fallbackMode === 'local' && dependency.local.tryProbe(now),
+    tryLocalProbe: (dependency, now) => link.fallback && fallbackMode === 'local' && dependency.local.tryProbe(now),
     governedLocally: () => link.fallback,
   };
   const forward = { retry: new EventEmitter<RetryEvent>(), giveUp: new EventEmitter<GiveUpEvent>() };

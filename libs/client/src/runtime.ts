@@ -45,7 +45,7 @@ export interface SluiceRuntime {
   limitsUnchecked(dependency: FleetDependency): void;
   /** The breaker state that governs calls: the fleet's, or the fallback's while the coordinator is away. */
   breakerState(dependency: FleetDependency, now: number): BreakerState;
-  /** Lets one local probe out of a half-open local breaker (fallback `local` only). */
+  /** Lets one local probe out of a half-open local breaker, while it governs (fallback `local` only). */
   tryLocalProbe(dependency: FleetDependency, now: number): boolean;
   /** True while the local fallback breaker governs calls. */
   governedLocally(): boolean;

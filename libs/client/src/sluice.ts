@@ -152,7 +152,8 @@ export class Sluice extends PolicyEvents {
         void this.reporter.flush();
       },
       breakerState: (dependency, now) => this.breakerState(dependency, now),
-      tryLocalProbe: (dependency, now) => this.fallbackMode === 'local' && dependency.local.tryProbe(now),
+      // While the fleet governs, a probe needs the fleet's token: an admit that did not answer lets none out.
+      tryLocalProbe: (dependency, now) => this.runtime.governedLocally() && dependency.local.tryProbe(now),
       governedLocally: () => this.link.fallback && this.fallbackMode === 'local',
     };
     this.reporter.start();

@@ -1,8 +1,9 @@
 --[[
   Records one reporter's batch for a dependency and runs the breaker on it: first attempts are
-  the budget's deposits, and retries the reporter made on its own grant are charged to it; outcomes feed the breaker window; probe outcomes move a half-open
-  breaker; a window over its thresholds (with the reporter quorum) opens a closed breaker. Counts
-  the reporters of the budget window: each client's share of the fleet.
+  the budget's deposits, and retries the reporter made on its own grant are charged to it;
+  outcomes feed the breaker window; probe outcomes move a half-open breaker; a window over its
+  thresholds (with the reporter quorum) opens a closed breaker. Counts the reporters of the budget
+  window: each client's share of the fleet is 1 / that count.
 
   Input:
     KEYS[1] budget window hash
