@@ -212,7 +212,7 @@ function summariseCauses(callers) {
   return list.length === 0 ? 'none' : list.map(([cause, count]) => `${count}× ${cause}`).join('; ');
 }
 
-/** The properties the simulation exists to show, each with what was measured. */
+/** The properties the simulation exists to show, each with what was measured (`shown`: a figure, not a check). */
 export function checks(rows, policy) {
   const results = [];
   const bound = 1 + policy.retryBudget.ratio + TOLERANCE;
@@ -246,11 +246,18 @@ export function checks(rows, policy) {
     }
   }
   if (sluice.length > 1) {
+    // With the breakers off, the outage's amplification is the budget's doing and must not move with
+    // N. With them on, most of it is the first attempts sent before the breaker opened, which
+    // follows how fast reports reach a loaded coordinator: that spread is shown, not checked.
     const amplifications = sluice.map((f) => f.amplificationOutage);
     const spread = Math.max(...amplifications) - Math.min(...amplifications);
+    const byN = sluice.map((f) => `N=${f.n}: ${f.amplificationOutage.toFixed(3)}`).join(', ');
     results.push({
-      ok: spread <= TOLERANCE,
-      text: `sluice: outage amplification independent of N (${sluice.map((f) => `N=${f.n}: ${f.amplificationOutage.toFixed(3)}`).join(', ')}; spread ≤ ${TOLERANCE})`,
+      ok: breakers || spread <= TOLERANCE,
+      shown: breakers,
+      text: breakers
+        ? `sluice: outage amplification ${byN} (spread ${spread.toFixed(3)}; not checked with the breakers on)`
+        : `sluice: outage amplification independent of N (${byN}; spread ${spread.toFixed(3)} ≤ ${TOLERANCE})`,
     });
   }
   for (const f of of('naive')) {

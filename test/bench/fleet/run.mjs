@@ -418,7 +418,7 @@ async function main() {
     `Amplification: requests received ÷ first attempts offered, per phase. Tolerance: ${TOLERANCE}.`,
     ...notes(runs),
     '',
-    ...results.map((result) => `${result.ok ? 'holds ' : 'FAILS '} ${result.text}`),
+    ...results.map((result) => `${result.shown ? 'shown ' : result.ok ? 'holds ' : 'FAILS '} ${result.text}`),
     '',
     `raw series: ${relative(process.cwd(), jsonFile)}`,
     `chart:      ${relative(process.cwd(), chartFile)}`,
