@@ -22,14 +22,9 @@ describe('a slow coordinator is not a lost one', () => {
     proxy = await startCountingProxy(coordinator.url, { delayMs: (line) => delay(line) });
     server = await startFlakyServer();
   });
-  afterAll(async () => {
-    await server.close();
-    await proxy.close();
-    await coordinator.close();
-  });
-
-  it('answers later than the decision timeout: no retry, no fallback; no answer at all: the fallback', async () => {
-    const sluice = new Sluice({
+  /** A client through the proxy: decisions wait 50 ms, requests 400 ms; reports every 50 ms. */
+  const client = () =>
+    new Sluice({
       baseUrls: [proxy.url],
       namespace: 'shop',
       logger: false,
@@ -37,6 +32,15 @@ describe('a slow coordinator is not a lost one', () => {
       requestTimeoutMs: 400,
       reportIntervalMs: 50,
     });
+
+  afterAll(async () => {
+    await server.close();
+    await proxy.close();
+    await coordinator.close();
+  });
+
+  it('answers later than the decision timeout: no retry, no fallback; no answer at all: the fallback', async () => {
+    const sluice = client();
     const switches: FallbackChange[] = [];
     sluice.onFallback((change) => switches.push(change));
     const stock = sluice.dependency('stock', {
@@ -86,14 +90,7 @@ describe('a slow coordinator is not a lost one', () => {
 
   it('a half-open fleet breaker whose admit answers late lets no probe out', async () => {
     delay = () => 0;
-    const sluice = new Sluice({
-      baseUrls: [proxy.url],
-      namespace: 'shop',
-      logger: false,
-      decisionTimeoutMs: 50,
-      requestTimeoutMs: 400,
-      reportIntervalMs: 50,
-    });
+    const sluice = client();
     const pay = sluice.dependency('pay', {
       maxAttempts: 1,
       // The process's own breaker opens on the same failures, and half-opens after 100 ms.
