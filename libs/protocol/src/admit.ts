@@ -4,6 +4,8 @@ import type { BreakerSummary } from './retry';
 export interface AdmitRequest {
   /** What the call costs against a rate limit (1 by default). */
   cost?: number;
+  /** Caller-chosen: asking again with it answers the same decision, lease and probe, taking nothing twice. */
+  requestId?: string;
 }
 
 export const ADMIT_REASONS = ['granted', 'breaker_open', 'rate_limited', 'concurrency_limited'] as const;

@@ -6,6 +6,11 @@ export interface DeliveryAttemptRequest {
   error?: string;
   /** The message, kept with the dead letter when this attempt parks it. */
   payload?: unknown;
+  /**
+   * The delivery this failure is for (a broker's delivery count, 1 = the first): recording the
+   * same attempt again changes nothing and answers the same.
+   */
+  attempt?: number;
 }
 
 export interface DeliveryAttemptResponse {

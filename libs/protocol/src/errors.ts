@@ -12,6 +12,8 @@ export type ErrorCode =
   | 'precondition_failed'
   | 'too_many_dependencies'
   | 'store_unavailable'
+  | 'overloaded'
+  | 'too_many_namespaces'
   | 'internal_error';
 
 export interface ErrorDetail {

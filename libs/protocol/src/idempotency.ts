@@ -17,6 +17,8 @@ export interface IdempotencyClaimRequest {
   fingerprint: string;
   leaseMs?: number;
   retentionSeconds?: number;
+  /** Caller-chosen: claiming again with it (and the same fingerprint) while in flight resumes the claim. */
+  claimId?: string;
 }
 
 /** 201: the caller holds the key and does the work. */
@@ -26,6 +28,8 @@ export interface IdempotencyClaimed {
   token: string;
   /** True when an expired in-flight lease was taken over: the earlier attempt may have partly run. */
   recovered: boolean;
+  /** True when this answers a repeat of the caller's own claim (same `claimId`): the same token again. */
+  resumed?: boolean;
   leaseExpiresAt: number;
 }
 

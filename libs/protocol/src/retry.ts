@@ -10,6 +10,8 @@ export interface RetryRequest {
   status?: number;
   error?: FailureKind;
   retryAfterMs?: number;
+  /** Caller-chosen: asking again with it answers the first decision and counts no second retry. */
+  requestId?: string;
 }
 
 export const RETRY_REASONS = [
