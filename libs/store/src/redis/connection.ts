@@ -7,21 +7,24 @@ export interface RedisConnectionOptions {
   url?: string;
   /** `host:port` seeds of a Redis Cluster; takes precedence over `url`. */
   clusterNodes?: string[];
-  /** How long one command may take before it is failed. */
+  /**
+   * How long one command may take: bounds connecting and slot refreshes here; the store times
+   * each reply itself (reply-deadline.ts), so ioredis sets no command timeout of its own.
+   */
   commandTimeoutMs: number;
 }
 
 /**
  * Client settings for a decision path: commands fail at once while disconnected (no offline
- * queue, no retry of a sent command), time out after `commandTimeoutMs`, and reconnection is
- * retried quickly and forever, so answers resume without a restart.
+ * queue, no retry of a sent command), and reconnection is retried quickly and forever, so answers
+ * resume without a restart. No `commandTimeout`: it is a timer raced against the reply, which an
+ * event-loop stall fires while the reply sits unread in the socket; RedisStore times replies.
  */
 function decisionPathOptions(commandTimeoutMs: number): RedisOptions {
   return {
     protocol: 2,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
-    commandTimeout: commandTimeoutMs,
     connectTimeout: Math.max(1000, commandTimeoutMs),
     retryStrategy: (attempt) => Math.min(50 * attempt, 500),
     enableAutoPipelining: true,
