@@ -53,6 +53,7 @@ import type {
 } from '../store';
 import type { RedisClient } from './connection';
 import { RedisEventSubscriber } from './event-subscriber';
+import { withReplyDeadline } from './reply-deadline';
 import { SCRIPTS, loadScript, type ScriptName } from './scripts';
 
 type ScriptArgument = string | number;
@@ -550,20 +551,7 @@ export class RedisStore implements Store {
 
   /** Bounds one operation by the store timeout and turns any failure into StoreUnavailableError. */
   private guard<T>(operation: Promise<T>): Promise<T> {
-    const { timeoutMs } = this.options;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new StoreUnavailableError(`Redis did not answer within ${timeoutMs} ms`)),
-        timeoutMs,
-      );
-    });
-    return Promise.race([operation, timeout])
-      .catch((error: unknown) => {
-        if (error instanceof StoreUnavailableError) throw error;
-        throw new StoreUnavailableError(`Redis failed: ${(error as Error).message}`, { cause: error });
-      })
-      .finally(() => clearTimeout(timer));
+    return withReplyDeadline(operation, this.options.timeoutMs);
   }
 }
 
