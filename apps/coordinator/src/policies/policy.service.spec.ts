@@ -165,6 +165,44 @@ describe('PolicyService', () => {
     expect(reads).toHaveBeenCalledTimes(2);
   });
 
+  it('fails a shared read only for the callers that waited on it from its start; later joiners read again', async () => {
+    let fail: (error: Error) => void = () => undefined;
+    const reads = jest
+      .spyOn(store, 'readPolicies')
+      .mockImplementationOnce(() => new Promise((_, reject) => (fail = reject)));
+    const now = jest.spyOn(Date, 'now');
+    const start = Date.now();
+    now.mockReturnValue(start);
+    const policies = service();
+    const first = policies.forDependency('shop', 'pay');
+    now.mockReturnValue(start + 30); // joins the read in flight, 30 ms after it started
+    const joiner = policies.forDependency('shop', 'pay');
+    fail(new Error('store down'));
+    await expect(first).rejects.toThrow('store down');
+    expect((await joiner).mode).toBe('enforce');
+    expect(reads).toHaveBeenCalledTimes(2);
+  });
+
+  it('decides with the policies last read while a refresh of them fails, and tries again soon', async () => {
+    await writeDependency(store, 'shop', 'pay', { mode: 'shadow' });
+    const now = jest.spyOn(Date, 'now');
+    const start = Date.now();
+    now.mockReturnValue(start);
+    const policies = service(withSubscription(store, async () => async () => undefined));
+    expect((await policies.forDependency('shop', 'pay')).mode).toBe('shadow');
+    await settle();
+    const reads = jest.spyOn(store, 'readPolicies').mockRejectedValueOnce(new Error('store down'));
+    now.mockReturnValue(start + POLICY_CACHE_TTL_MS + 1);
+    expect((await policies.forDependency('shop', 'pay')).mode).toBe('shadow');
+    expect(reads).toHaveBeenCalledTimes(1);
+    await writeDependency(store, 'shop', 'pay', { mode: 'enforce' });
+    now.mockReturnValue(start + POLICY_CACHE_TTL_MS + 2);
+    expect((await policies.forDependency('shop', 'pay')).mode).toBe('shadow'); // within the retry pause
+    now.mockReturnValue(start + POLICY_CACHE_TTL_MS + 1002);
+    expect((await policies.forDependency('shop', 'pay')).mode).toBe('enforce');
+    expect(reads).toHaveBeenCalledTimes(2);
+  });
+
   it('keeps and follows at most 1000 namespaces, and stops following all of them at shutdown', async () => {
     const unsubscribed: string[] = [];
     const counted = withSubscription(store, async (namespace) => async () => {

@@ -44,7 +44,12 @@ interface CacheEntry {
   policies: Promise<NamespacePolicies>;
   /** Infinity while the read is in flight, so concurrent callers share it. */
   expiresAt: number;
+  /** When the read started (the store's timeout runs from here). */
+  startedAt: number;
 }
+
+/** How long policies last read are used again after a read of them failed, before the next try. */
+const STALE_RETRY_MS = 1000;
 
 /** A namespace's event subscription: started on first use, live once the store confirmed it. */
 interface Watch {
@@ -119,7 +124,11 @@ export class PolicyService implements BeforeApplicationShutdown {
 
   /** Forgets what this instance read of a namespace: the next use reads the store again. */
   invalidate(namespace: string): void {
-    this.cache.delete(namespace);
+    const cached = this.cache.get(namespace);
+    // A read in flight may have started before the change: forget it. A finished one is kept
+    // expired, as the fallback should the next read fail.
+    if (cached?.expiresAt === Infinity) this.cache.delete(namespace);
+    else if (cached) cached.expiresAt = 0;
   }
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -130,25 +139,53 @@ export class PolicyService implements BeforeApplicationShutdown {
     await Promise.all(watches.map((watch) => watch.unsubscribe?.().catch(() => undefined)));
   }
 
-  private namespace(namespace: string): Promise<NamespacePolicies> {
+  /**
+   * The namespace's policies, from the cache or one shared store read. A caller that joined a
+   * shared read late has not waited a whole store timeout yet when that read fails, so it reads
+   * once more itself; a failed refresh answers the policies last read (for STALE_RETRY_MS).
+   */
+  private async namespace(namespace: string): Promise<NamespacePolicies> {
     const cached = this.cache.get(namespace);
-    if (cached && cached.expiresAt > Date.now()) return cached.policies;
+    const joinedAt = Date.now();
+    const inFlight = cached?.expiresAt === Infinity;
+    if (cached && !inFlight && cached.expiresAt > joinedAt) return cached.policies;
+    const entry = cached && inFlight ? cached : this.startRead(namespace);
+    try {
+      return await entry.policies;
+    } catch (error) {
+      if (entry.startedAt >= joinedAt) throw error;
+      return this.startRead(namespace).policies;
+    }
+  }
+
+  /** Starts one shared read of the namespace's policies and caches it. */
+  private startRead(namespace: string): CacheEntry {
+    const previous = this.cache.get(namespace);
+    const stale = previous && previous.expiresAt !== Infinity ? previous.policies : undefined;
     this.watch(namespace);
     const startedAt = Date.now();
-    const entry: CacheEntry = { policies: this.load(namespace), expiresAt: Infinity };
+    const entry: CacheEntry = { policies: this.load(namespace), expiresAt: Infinity, startedAt };
     entry.policies.then(
       () => {
         if (this.cache.get(namespace) === entry) entry.expiresAt = startedAt + POLICY_CACHE_TTL_MS;
       },
       () => {
-        // Not cached: the next call tries the store again.
-        if (this.cache.get(namespace) === entry) this.cache.delete(namespace);
+        if (this.cache.get(namespace) !== entry) return;
+        if (stale) {
+          // The store did not answer: keep deciding with what was read last, and try again soon.
+          entry.policies = stale;
+          entry.expiresAt = Date.now() + STALE_RETRY_MS;
+        } else {
+          // Not cached: the next call tries the store again.
+          this.cache.delete(namespace);
+        }
       },
     );
+    if (stale) entry.policies = entry.policies.catch(() => stale);
     this.cache.delete(namespace); // re-inserted last: the oldest entry is evicted first
     this.cache.set(namespace, entry);
     this.evictOverflow();
-    return entry.policies;
+    return entry;
   }
 
   private async load(namespace: string): Promise<NamespacePolicies> {
