@@ -25,6 +25,9 @@ export interface BudgetItem {
   exhausted: boolean;
 }
 
+/** Dependencies read at once by the admin lists. */
+const READ_BATCH = 100;
+
 const AUDIT_ACTIONS: Record<BreakerAction['action'], string> = {
   trip: 'breaker.trip',
   force_close: 'breaker.force_close',
@@ -71,17 +74,26 @@ export class BreakersAdminService {
     }));
   }
 
+  /**
+   * Every dependency's state, read READ_BATCH at a time: each batch is one round of pipelined
+   * store calls that Redis answers well within one store timeout, however many dependencies
+   * the namespace holds.
+   */
   private async readAll(namespace: string) {
     const dependencies = await this.registry.list(namespace);
-    return Promise.all(
-      dependencies.map(async (dependency) => {
-        const ref = { namespace, dependency };
-        const policy = await this.policies.forDependency(namespace, dependency);
-        const snapshot = await this.store.readDependency(ref, readPolicyOf(policy));
-        this.breakerMetrics.observe(ref, snapshot.breaker);
-        return { dependency, snapshot };
-      }),
-    );
+    const snapshots = [];
+    for (let start = 0; start < dependencies.length; start += READ_BATCH) {
+      const batch = dependencies.slice(start, start + READ_BATCH);
+      snapshots.push(...(await Promise.all(batch.map((dependency) => this.readOne({ namespace, dependency })))));
+    }
+    return snapshots;
+  }
+
+  private async readOne(ref: DependencyRef) {
+    const policy = await this.policies.forDependency(ref.namespace, ref.dependency);
+    const snapshot = await this.store.readDependency(ref, readPolicyOf(policy));
+    this.breakerMetrics.observe(ref, snapshot.breaker);
+    return { dependency: ref.dependency, snapshot };
   }
 }
 
