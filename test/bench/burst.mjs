@@ -60,7 +60,11 @@ function ask(url, dependency, agent) {
   return new Promise((resolvePromise) => {
     const request = http.request(
       `${url}/v1/${NAMESPACE}/deps/${dependency}/retry`,
-      { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      {
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
       (response) => {
         let text = '';
         response.on('data', (chunk) => (text += chunk));
@@ -89,9 +93,7 @@ async function burst(urls, run, index) {
   if (run.keepAlive) {
     // Open the connections first, so the burst itself travels on warm sockets.
     await Promise.all(
-      Array.from({ length: run.n }, (_, i) =>
-        fetchHealth(urls[i % urls.length], agents[i % urls.length]),
-      ),
+      Array.from({ length: run.n }, (_, i) => fetchHealth(urls[i % urls.length], agents[i % urls.length])),
     );
   }
   const answers = await Promise.all(

@@ -30,6 +30,9 @@ export function testConfig(overrides: Partial<SluiceConfig> = {}): SluiceConfig 
     maxDependenciesPerNamespace: 1000,
     keyPrefix: 'sluice',
     sseHeartbeatMs: 15_000,
+    maxNamespaces: 1000,
+    maxEventLoopDelayMs: 1000,
+    maxInFlight: 5000,
     ...overrides,
   };
 }

@@ -12,6 +12,7 @@ import { checkJsonObjectBody } from './common/json-body';
 import { isLoopbackHost, type SluiceConfig } from './config/config';
 import { JsonLogger } from './logging/json-logger';
 import { MetricsService } from './metrics/metrics.service';
+import { registerLoadShedding } from './overload/load-shedding';
 import { setupOpenApi } from './openapi/document';
 import { readPoliciesFile, type PoliciesFile } from './policies/policies-file';
 
@@ -46,6 +47,7 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
   fastify.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  await registerLoadShedding(app, config, metrics);
   fastify.addHook('preValidation', async (request) => checkJsonObjectBody(request));
   fastify.addHook('onResponse', async (request, reply) => {
     metrics.httpRequestDuration.observe(

@@ -38,6 +38,11 @@ export const storeUnavailable = (retryAfterSeconds = 1): ApiError =>
     'retry-after': String(retryAfterSeconds),
   });
 
+export const overloaded = (reason: string, retryAfterSeconds = 1): ApiError =>
+  new ApiError(503, 'overloaded', `this instance is past its capacity (${reason}): nothing was done`, undefined, {
+    'retry-after': String(retryAfterSeconds),
+  });
+
 export const payloadTooLarge = (field: string, limitBytes: number): ApiError => {
   const message = `must be at most ${limitBytes} bytes`;
   return new ApiError(413, 'payload_too_large', `${field}: ${message}`, [{ field, message }]);

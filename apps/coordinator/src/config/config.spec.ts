@@ -33,6 +33,9 @@ describe('loadConfig', () => {
       maxDependenciesPerNamespace: 1000,
       keyPrefix: 'sluice',
       sseHeartbeatMs: 15000,
+      maxNamespaces: 1000,
+      maxEventLoopDelayMs: 1000,
+      maxInFlight: 5000,
     });
   });
 
@@ -46,6 +49,9 @@ describe('loadConfig', () => {
       SLUICE_LOG_LEVEL: 'warn',
       SLUICE_MAX_DEPENDENCIES_PER_NAMESPACE: '50',
       SLUICE_KEY_PREFIX: 'prod',
+      SLUICE_MAX_NAMESPACES: '20',
+      SLUICE_MAX_EVENT_LOOP_DELAY_MS: '0',
+      SLUICE_MAX_IN_FLIGHT: '300',
     });
     expect(config).toMatchObject({
       port: 9090,
@@ -56,6 +62,9 @@ describe('loadConfig', () => {
       logLevel: 'warn',
       maxDependenciesPerNamespace: 50,
       keyPrefix: 'prod',
+      maxNamespaces: 20,
+      maxEventLoopDelayMs: 0,
+      maxInFlight: 300,
     });
     expect(config.tokens.map((token) => [token.id, token.role])).toEqual([
       ['ops', 'admin'],
@@ -67,6 +76,9 @@ describe('loadConfig', () => {
     [{ SLUICE_PORT: 'eighty' }, 'SLUICE_PORT'],
     [{ SLUICE_PORT: '70000' }, 'SLUICE_PORT'],
     [{ SLUICE_PORT: '80.5' }, 'SLUICE_PORT'],
+    [{ SLUICE_MAX_IN_FLIGHT: '-1' }, 'SLUICE_MAX_IN_FLIGHT'],
+    [{ SLUICE_MAX_EVENT_LOOP_DELAY_MS: 'soon' }, 'SLUICE_MAX_EVENT_LOOP_DELAY_MS'],
+    [{ SLUICE_MAX_NAMESPACES: '1.5' }, 'SLUICE_MAX_NAMESPACES'],
     [{ SLUICE_REDIS_URL: 'http://cache' }, 'SLUICE_REDIS_URL'],
     [{ SLUICE_REDIS_CLUSTER_NODES: 'cache' }, 'SLUICE_REDIS_CLUSTER_NODES'],
     [{ SLUICE_REDIS_CLUSTER_NODES: 'cache:99999' }, 'SLUICE_REDIS_CLUSTER_NODES'],

@@ -23,6 +23,12 @@ export interface SluiceConfig {
   keyPrefix: string;
   /** Longest silence on an event stream before a comment line keeps it alive. */
   sseHeartbeatMs: number;
+  /** Most distinct namespaces the store holds state for; 0: no cap. */
+  maxNamespaces: number;
+  /** Past this event-loop delay (mean over a sample), client requests are shed as `overloaded`; 0: never. */
+  maxEventLoopDelayMs: number;
+  /** Past this many client requests in progress, more are shed as `overloaded`; 0: no cap. */
+  maxInFlight: number;
 }
 
 /** The environment as class-validator sees it: property names are the variables' names. */
@@ -85,6 +91,24 @@ class Environment {
   @Min(100)
   @Max(60_000)
   SLUICE_SSE_HEARTBEAT_MS?: number;
+
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(1_000_000)
+  SLUICE_MAX_NAMESPACES?: number;
+
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(60_000)
+  SLUICE_MAX_EVENT_LOOP_DELAY_MS?: number;
+
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(1_000_000)
+  SLUICE_MAX_IN_FLIGHT?: number;
 }
 
 const VARIABLE_NAMES = [
@@ -100,12 +124,18 @@ const VARIABLE_NAMES = [
   'SLUICE_MAX_DEPENDENCIES_PER_NAMESPACE',
   'SLUICE_KEY_PREFIX',
   'SLUICE_SSE_HEARTBEAT_MS',
+  'SLUICE_MAX_NAMESPACES',
+  'SLUICE_MAX_EVENT_LOOP_DELAY_MS',
+  'SLUICE_MAX_IN_FLIGHT',
 ] as const;
 const INTEGER_VARIABLES = [
   'SLUICE_PORT',
   'SLUICE_STORE_TIMEOUT_MS',
   'SLUICE_MAX_DEPENDENCIES_PER_NAMESPACE',
   'SLUICE_SSE_HEARTBEAT_MS',
+  'SLUICE_MAX_NAMESPACES',
+  'SLUICE_MAX_EVENT_LOOP_DELAY_MS',
+  'SLUICE_MAX_IN_FLIGHT',
 ] as const;
 const LOOPBACK = '127.0.0.1';
 
@@ -148,6 +178,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SluiceConfig {
     maxDependenciesPerNamespace: environment.SLUICE_MAX_DEPENDENCIES_PER_NAMESPACE ?? 1000,
     keyPrefix: environment.SLUICE_KEY_PREFIX ?? 'sluice',
     sseHeartbeatMs: environment.SLUICE_SSE_HEARTBEAT_MS ?? 15_000,
+    maxNamespaces: environment.SLUICE_MAX_NAMESPACES ?? 1000,
+    maxEventLoopDelayMs: environment.SLUICE_MAX_EVENT_LOOP_DELAY_MS ?? 1000,
+    maxInFlight: environment.SLUICE_MAX_IN_FLIGHT ?? 5000,
   };
 }
 

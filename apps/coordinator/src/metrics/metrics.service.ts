@@ -106,6 +106,19 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly overloadRejections = new Counter({
+    name: 'sluice_overload_rejections_total',
+    help: 'Client requests shed as overloaded before any work, by reason (event_loop_delay, in_flight).',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly requestsInFlight = new Gauge({
+    name: 'sluice_http_requests_in_flight',
+    help: 'Client API requests in progress on this instance (event streams not counted).',
+    registers: [this.registry],
+  });
+
   readonly sseClients = new Gauge({
     name: 'sluice_event_stream_clients',
     help: 'Server-Sent Events streams open on this instance.',

@@ -1,0 +1,82 @@
+import { shedReason } from '../../apps/coordinator/src/overload/load-shedding';
+import { startCoordinator, type RunningCoordinator } from '../support/coordinator';
+import { RedisServerProcess, waitUntil } from '../support/redis-server';
+
+const RETRY = { attempt: 1, idempotent: true, status: 503 };
+
+describe('shedReason', () => {
+  const limits = { maxEventLoopDelayMs: 200, maxInFlight: 10 };
+
+  it('sheds past the event-loop delay or at the in-flight cap, and never when both are off', () => {
+    expect(shedReason(199, 9, limits)).toBeUndefined();
+    expect(shedReason(201, 0, limits)).toBe('event_loop_delay');
+    expect(shedReason(0, 10, limits)).toBe('in_flight');
+    expect(shedReason(10_000, 10_000, { maxEventLoopDelayMs: 0, maxInFlight: 0 })).toBeUndefined();
+  });
+});
+
+describe('an instance past its in-flight cap', () => {
+  const redis = new RedisServerProcess();
+  let coordinator: RunningCoordinator;
+
+  const post = (path: string, body: object) =>
+    fetch(`${coordinator.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+
+  const metric = async (name: string): Promise<number> => {
+    const text = await (await fetch(`${coordinator.url}/metrics`)).text();
+    const line = text
+      .split('\n')
+      .find((candidate) => candidate.startsWith(`${name} `) || candidate.startsWith(`${name}{`));
+    return Number(line?.split(' ').at(-1) ?? NaN);
+  };
+
+  const signalRedis = (signal: 'SIGSTOP' | 'SIGCONT') => {
+    if (redis.pid === undefined) throw new Error('private redis-server is not running');
+    process.kill(redis.pid, signal);
+  };
+
+  beforeAll(async () => {
+    await redis.start();
+    coordinator = await startCoordinator({ redisUrl: redis.url, storeTimeoutMs: 10_000, maxInFlight: 2 });
+  });
+
+  afterAll(async () => {
+    try {
+      if (redis.pid !== undefined) process.kill(redis.pid, 'SIGCONT');
+    } catch {
+      // already gone
+    }
+    await coordinator?.close();
+    await redis.cleanup();
+  });
+
+  it('answers 503 overloaded with Retry-After before doing any work, and keeps health and metrics open', async () => {
+    signalRedis('SIGSTOP');
+    // Two asks wait on the stopped store: the instance is at its cap.
+    const held = [post('/v1/shop/deps/pay/retry', RETRY), post('/v1/shop/deps/pay/retry', RETRY)];
+    await waitUntil(
+      async () => (await metric('sluice_http_requests_in_flight')) === 2,
+      5_000,
+      () => 'the two asks never got in flight',
+    );
+
+    const shed = await post('/v1/shop/deps/pay/retry', RETRY);
+    expect(shed.status).toBe(503);
+    expect(shed.headers.get('retry-after')).toBe('1');
+    expect(await shed.json()).toMatchObject({ statusCode: 503, code: 'overloaded' });
+    expect((await fetch(`${coordinator.url}/health/live`)).status).toBe(200);
+    expect(await metric('sluice_overload_rejections_total')).toBe(1);
+
+    signalRedis('SIGCONT');
+    const answers = await Promise.all(held.map(async (response) => (await response).json()));
+    expect(answers.map((answer) => answer.reason)).toEqual(['granted', 'granted']);
+    // The shed ask counted nothing: the next one is the third retry of the window.
+    const next = await (await post('/v1/shop/deps/pay/retry', RETRY)).json();
+    expect(next).toMatchObject({ reason: 'granted', budget: { retries: 3 } });
+    expect(await metric('sluice_http_requests_in_flight')).toBe(0);
+  });
+});
