@@ -109,8 +109,20 @@ async function measureRedisBenchmark(redis) {
   const sha = await redis.script('LOAD', loadScript('decide_retry'));
   // The keys and arguments RedisStore.decideRetry passes (lua/decide_retry.lua's header).
   const tagged = `${PREFIX}-rb:{${NAMESPACE}/dep-__rand_int__}`;
-  const keys = ['budget', 'breaker', 'latency'].map((name) => `${tagged}:${name}`);
-  const args = [BUDGET.ratio, BUDGET.minRetriesPerSecond, BUDGET.windowSeconds, 25, -1, `${tagged}:events`, 'dep', 10];
+  // The last key is the request id's grant: without a request id ('') the script never touches it.
+  const keys = ['budget', 'breaker', 'latency', 'retry:'].map((name) => `${tagged}:${name}`);
+  const args = [
+    BUDGET.ratio,
+    BUDGET.minRetriesPerSecond,
+    BUDGET.windowSeconds,
+    25,
+    -1,
+    `${tagged}:events`,
+    'dep',
+    10,
+    '',
+    60_000,
+  ];
   const command = ['EVALSHA', sha, String(keys.length), ...keys, ...args.map(String)];
   const options = { host: REDIS_HOST, port: REDIS_PORT, connections: CONNECTIONS, keyspace: DEPENDENCIES.length };
   const probe = command.slice(3).map((part) => part.replace('__rand_int__', 'probe'));

@@ -8,6 +8,10 @@
  * another fingerprint, a mismatch. An in-flight key whose lease has expired is taken over by the
  * next claim (`recovered`) and the old token is fenced off. The record lives `max(lease,
  * retention)` from a claim and `retention` from its completion.
+ *
+ * A claim may carry a caller-chosen `claimId`, kept in the record: a claim again with the same
+ * claim id and fingerprint while the lease runs is the holder's own repeat (its answer was lost)
+ * and is `resumed`: it gets the record's token, and nothing changes.
  */
 export interface IdempotencyEntry {
   state: 'in_flight' | 'completed';
@@ -20,6 +24,10 @@ export interface IdempotencyEntry {
   response?: string;
   /** When the record is forgotten. */
   expiresAt: number;
+  /** The caller-chosen id of the claim that holds the record, when it gave one. */
+  claimId?: string;
+  /** Whether the claim that holds the record took it over from an expired lease. */
+  recovered?: boolean;
 }
 
 export interface IdempotencyClaimInput {
@@ -27,10 +35,12 @@ export interface IdempotencyClaimInput {
   token: string;
   leaseMs: number;
   retentionMs: number;
+  claimId?: string;
 }
 
 export type IdempotencyClaimVerdict =
   | { verdict: 'claimed' | 'recovered'; entry: IdempotencyEntry }
+  | { verdict: 'resumed'; entry: IdempotencyEntry }
   | { verdict: 'completed'; entry: IdempotencyEntry }
   | { verdict: 'in_flight'; entry: IdempotencyEntry; leaseRemainingMs: number }
   | { verdict: 'mismatch'; entry: IdempotencyEntry };
@@ -41,7 +51,7 @@ export function claimIdempotencyEntry(
   claim: IdempotencyClaimInput,
   now: number,
 ): IdempotencyClaimVerdict {
-  const held = (createdAt: number): IdempotencyEntry => ({
+  const held = (createdAt: number, recovered: boolean): IdempotencyEntry => ({
     state: 'in_flight',
     fingerprint: claim.fingerprint,
     token: claim.token,
@@ -49,14 +59,17 @@ export function claimIdempotencyEntry(
     leaseExpiresAt: now + claim.leaseMs,
     retentionMs: claim.retentionMs,
     expiresAt: now + Math.max(claim.leaseMs, claim.retentionMs),
+    ...(claim.claimId !== undefined ? { claimId: claim.claimId } : {}),
+    recovered,
   });
-  if (!entry) return { verdict: 'claimed', entry: held(now) };
+  if (!entry) return { verdict: 'claimed', entry: held(now, false) };
   if (entry.fingerprint !== claim.fingerprint) return { verdict: 'mismatch', entry };
   if (entry.state === 'completed') return { verdict: 'completed', entry };
   if (entry.leaseExpiresAt > now) {
+    if (claim.claimId !== undefined && entry.claimId === claim.claimId) return { verdict: 'resumed', entry };
     return { verdict: 'in_flight', entry, leaseRemainingMs: entry.leaseExpiresAt - now };
   }
-  return { verdict: 'recovered', entry: held(entry.createdAt) };
+  return { verdict: 'recovered', entry: held(entry.createdAt, true) };
 }
 
 /**

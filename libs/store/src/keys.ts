@@ -26,6 +26,18 @@ export interface DependencyKeys {
   events: string;
 }
 
+/**
+ * Where the first outcome of a call with a caller-chosen id (`requestId`) is kept, under the
+ * resource's own hash tag. Without an id the key is built with '' and names a key the script never
+ * touches: the script's KEYS count and slot stay the same either way.
+ */
+export interface RequestOutcomeKeys {
+  /** Hash: a granted retry decision of the dependency, for one requestId. */
+  retry(requestId: string | undefined): string;
+  /** Hash: a granted admission (probe and lease) of the dependency, for one requestId. */
+  admit(requestId: string | undefined): string;
+}
+
 export interface NamespaceKeys {
   /** Sorted set: dependencies seen in the namespace, scored by last use (epoch ms). */
   dependencies: string;
@@ -66,6 +78,15 @@ export class SluiceKeys {
     };
   }
 
+  /** The first outcomes of a dependency's calls with a caller-chosen id; same tag as the dependency. */
+  dependencyRequests(namespace: string, dependency: string): RequestOutcomeKeys {
+    const tagged = `${this.prefix}:{${namespace}/${dependency}}`;
+    return {
+      retry: (requestId) => `${tagged}:retry:${requestId ?? ''}`,
+      admit: (requestId) => `${tagged}:admit:${requestId ?? ''}`,
+    };
+  }
+
   /** `{<ns>/idem/<key>}`: a dependency or queue name has no `/`, so tags cannot collide. */
   idempotency(namespace: string, key: string): IdempotencyKeys {
     return { record: `${this.prefix}:{${namespace}/idem/${key}}:record` };
@@ -89,6 +110,14 @@ export class SluiceKeys {
   /** String: one key of a named rate limit (GCRA theoretical arrival time); its own slot. */
   rateLimit(namespace: string, limit: string, key: string): string {
     return `${this.prefix}:{${namespace}/limit/${limit}/${key}}:rate`;
+  }
+
+  /**
+   * Hash: the first (granted) answer of a take with a caller-chosen id, for one key of a named rate
+   * limit; same tag as the limit key. Without an id ('') the script never touches it.
+   */
+  rateLimitRequest(namespace: string, limit: string, key: string, requestId: string | undefined): string {
+    return `${this.prefix}:{${namespace}/limit/${limit}/${key}}:take:${requestId ?? ''}`;
   }
 
   /** Stream: the audit log of operators' actions, every namespace. */

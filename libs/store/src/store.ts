@@ -29,13 +29,21 @@ export interface RetryBudgetRequest {
   deadlineMs?: number;
   /** The window the fleet's latency percentiles cover: the breaker window (10 s by default). */
   latencyWindowSeconds?: number;
+  /**
+   * Caller-chosen id: a grant is kept under it (retryOutcomeTtlMs: at least 60 s, at least the
+   * budget window), and a repeat answers that grant, its delay and budget, counting no second
+   * retry. A denial is not kept: a repeat of one is decided again.
+   */
+  requestId?: string;
 }
 
 export type RetryBudgetVerdict = 'granted' | 'budget_exhausted' | 'deadline_exceeded' | 'breaker_open';
 
 export interface RetryBudgetOutcome {
   verdict: RetryBudgetVerdict;
-  /** The budget after the decision. */
+  /** The backoff the decision was made with: the request's, or for a repeat the first grant's. */
+  delayMs: number;
+  /** The budget after the decision (for a repeat: after the first grant). */
   budget: BudgetView;
   breaker: BreakerSnapshot;
 }
@@ -82,6 +90,13 @@ export interface AdmitRequest {
   concurrency: ConcurrencyPolicy | null;
   /** The id this call's concurrency lease gets, if the policy has a concurrency limit. */
   leaseId: string;
+  /**
+   * Caller-chosen id: a grant is kept under it (admitOutcomeTtlMs: at least 60 s, at least the
+   * lease's and the probe's life), and a repeat answers that grant with its probe token and lease
+   * id (not this request's), taking nothing twice. A refusal is not kept: a repeat of one is
+   * decided again.
+   */
+  requestId?: string;
 }
 
 export interface AdmitOutcome {
@@ -201,6 +216,11 @@ export interface IdempotencyClaim {
   fingerprint: string;
   /** The fencing token the claim gets if it wins: random, made by the caller. */
   token: string;
+  /**
+   * Caller-chosen id of this claim, kept in the key's record: a claim again with it (and the same
+   * fingerprint) while the lease runs answers `resumed` with the token it won, changing nothing.
+   */
+  claimId?: string;
   leaseMs: number;
   /** How long a completed key is kept after its completion. */
   retentionMs: number;
@@ -208,12 +228,14 @@ export interface IdempotencyClaim {
 
 /**
  * What a claim found. `claimed`: the key was new; `recovered`: an in-flight key whose lease had
- * expired was taken over (with the new token); `completed`: the stored response (JSON text);
- * `in_flight`: another holder's lease runs `leaseRemainingMs` more; `mismatch`: the key was used
- * with another fingerprint.
+ * expired was taken over (with the new token); `resumed`: a repeat of the holder's own claim (same
+ * `claimId`) while its lease runs, answered with the token, lease and `recovered` of that claim;
+ * `completed`: the stored response (JSON text); `in_flight`: another holder's lease runs
+ * `leaseRemainingMs` more; `mismatch`: the key was used with another fingerprint.
  */
 export type IdempotencyClaimOutcome =
   | { outcome: 'claimed' | 'recovered'; leaseExpiresAt: number }
+  | { outcome: 'resumed'; token: string; leaseExpiresAt: number; recovered: boolean }
   | { outcome: 'completed'; response: string }
   | { outcome: 'in_flight'; leaseRemainingMs: number }
   | { outcome: 'mismatch' };
@@ -260,6 +282,12 @@ export interface DeliveryAttemptRecord {
   /** How long a message's attempt count is kept after its last failure. */
   attemptRetentionMs: number;
   deadLetters: DeadLetterRetention;
+  /**
+   * The delivery this failure is for (a broker's delivery count, from 1), when the caller knows it:
+   * the count becomes max(count, attempt), and an attempt at or below the count is a repeat that
+   * changes nothing and answers the count as it stands. Absent: the count goes up by one.
+   */
+  attempt?: number;
 }
 
 export interface DeliveryAttemptOutcome {
@@ -313,8 +341,17 @@ export interface Store {
   /** Lets a call through a closed breaker, or hands out a half-open probe lease. */
   admit(ref: DependencyRef, request: AdmitRequest): Promise<AdmitOutcome>;
 
-  /** Takes `cost` from one key of a named rate limit. */
-  takeRateLimit(ref: RateLimitRef, policy: RateLimitPolicy, cost: number): Promise<RateLimitOutcome>;
+  /**
+   * Takes `cost` from one key of a named rate limit. With a caller-chosen `requestId`, a granted
+   * take is kept (takeOutcomeTtlMs: at least 60 s, at least the limit's period) and a repeat
+   * answers it without taking again; a denial is not kept.
+   */
+  takeRateLimit(
+    ref: RateLimitRef,
+    policy: RateLimitPolicy,
+    cost: number,
+    requestId?: string,
+  ): Promise<RateLimitOutcome>;
 
   /** Releases a concurrency lease; released is false for an unknown or expired lease. */
   releaseLease(ref: DependencyRef, leaseId: string): Promise<{ released: boolean; leasesInUse: number }>;

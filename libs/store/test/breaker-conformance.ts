@@ -36,7 +36,7 @@ export function describeBreakerConformance(label: string, open: () => Promise<St
       budgetWindowSeconds: 10,
       breaker: { ...BREAKER, ...overrides },
     });
-    const admit = (ref: DependencyRef, overrides: Partial<BreakerPolicy> = {}) =>
+    const admit = (ref: DependencyRef, overrides: Partial<BreakerPolicy> = {}, requestId?: string) =>
       store.admit(ref, {
         breaker: { ...BREAKER, ...overrides },
         probeToken: token(),
@@ -44,6 +44,7 @@ export function describeBreakerConformance(label: string, open: () => Promise<St
         cost: 1,
         concurrency: null,
         leaseId: token(),
+        ...(requestId !== undefined ? { requestId } : {}),
       });
     /** Records a batch; the breaker after it. */
     const breakerAfter = async (...args: Parameters<Store['recordOutcomes']>) =>
@@ -127,6 +128,26 @@ export function describeBreakerConformance(label: string, open: () => Promise<St
       const three = await halfOpenBreaker({ halfOpenProbes: 3 });
       const answers = await Promise.all(Array.from({ length: 10 }, () => admit(three, { halfOpenProbes: 3 })));
       expect(answers.filter((answer) => answer.probe)).toHaveLength(3);
+    });
+
+    it('answers a repeat of the half-open probe with the same probe token, handing out no second probe', async () => {
+      const ref = await halfOpenBreaker();
+      const probe = await admit(ref, {}, 'probe-call');
+      expect(probe.probe).toEqual({ token: expect.any(String), expiresAt: expect.any(Number) });
+      const repeat = await admit(ref, {}, 'probe-call');
+      expect(repeat).toMatchObject({
+        verdict: 'granted',
+        probe: probe.probe,
+        breaker: { record: { state: 'half_open' } },
+      });
+      expect((await admit(ref, {}, 'another-call')).verdict).toBe('breaker_open');
+      // The repeated token is the probe's: its outcome closes the breaker.
+      const closed = await breakerAfter(
+        ref,
+        { ...batch({ successes: 1 }), probes: [{ token: repeat.probe!.token, success: true }] },
+        policy({ closeAfterSuccesses: 1 }),
+      );
+      expect(closed.transitions).toEqual([{ from: 'half_open', to: 'closed' }]);
     });
 
     it('closes after closeAfterSuccesses probe successes, with a fresh window', async () => {

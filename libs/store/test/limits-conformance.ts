@@ -1,7 +1,7 @@
 import { LATENCY_BOUNDS_MS, fixedBucketOf } from '@sluice/core';
 import { DEFAULT_DEPENDENCY_POLICY, type ConcurrencyPolicy, type RateLimitPolicy } from '@sluice/protocol';
-import type { AdmitRequest, DependencyRef, Store } from '../src';
-import { batch, type StoreUnderTest } from './store-conformance';
+import { admitOutcomeTtlMs, takeOutcomeTtlMs, type AdmitRequest, type DependencyRef, type Store } from '../src';
+import { batch, expectKeptAtMost, type StoreUnderTest } from './store-conformance';
 
 const HOUR = 3_600_000;
 const BREAKER = DEFAULT_DEPENDENCY_POLICY.breaker;
@@ -24,7 +24,7 @@ export function describeLimitsConformance(label: string, open: () => Promise<Sto
 
     const admit = (
       ref: DependencyRef,
-      limits: { rateLimit?: RateLimitPolicy; concurrency?: ConcurrencyPolicy; cost?: number },
+      limits: { rateLimit?: RateLimitPolicy; concurrency?: ConcurrencyPolicy; cost?: number; requestId?: string },
     ) => {
       const request: AdmitRequest = {
         breaker: BREAKER,
@@ -33,6 +33,7 @@ export function describeLimitsConformance(label: string, open: () => Promise<Sto
         cost: limits.cost ?? 1,
         concurrency: limits.concurrency ?? null,
         leaseId: `lease-${++sequence}`,
+        ...(limits.requestId !== undefined ? { requestId: limits.requestId } : {}),
       };
       return store.admit(ref, request);
     };
@@ -118,6 +119,94 @@ export function describeLimitsConformance(label: string, open: () => Promise<Sto
         Array.from({ length: 50 }, () => admit(ref, { concurrency: { limit: 10, leaseMs: 5000 } })),
       );
       expect(answers.filter((answer) => answer.lease)).toHaveLength(10);
+    });
+
+    describe('caller-chosen ids', () => {
+      it('answers a repeat of a granted admission with the first lease, taking no second lease or rate', async () => {
+        const ref = freshRef();
+        const concurrency = { limit: 1, leaseMs: 5000 };
+        const rateLimit = { rate: 2, periodMs: HOUR, burst: 2 };
+        const first = await admit(ref, { concurrency, rateLimit, requestId: 'call-1' });
+        expect(first).toMatchObject({ verdict: 'granted', lease: { id: expect.any(String) }, leasesInUse: 1 });
+        // The repeat comes with a new lease id (the service makes one per request): the first lease is answered.
+        const repeat = await admit(ref, { concurrency, rateLimit, requestId: 'call-1' });
+        expect(repeat).toMatchObject({ verdict: 'granted', lease: first.lease, leasesInUse: 1 });
+        expect(repeat.probe).toBeUndefined();
+        // The one slot is the caller's own lease: a new id is refused, and releasing the lease frees it.
+        expect((await admit(ref, { concurrency, rateLimit, requestId: 'call-2' })).verdict).toBe('concurrency_limited');
+        expect(await store.releaseLease(ref, first.lease!.id)).toEqual({ released: true, leasesInUse: 0 });
+        // The repeat took no rate: one of the burst of 2 is left for a new id, then none.
+        expect((await admit(ref, { concurrency, rateLimit, requestId: 'call-3' })).verdict).toBe('granted');
+        expect((await admit(ref, { rateLimit, requestId: 'call-4' })).verdict).toBe('rate_limited');
+      });
+
+      it('does not keep a refused admission: a repeat is decided again', async () => {
+        const ref = freshRef();
+        const concurrency = { limit: 1, leaseMs: 5000 };
+        const holder = await admit(ref, { concurrency });
+        expect((await admit(ref, { concurrency, requestId: 'waiting' })).verdict).toBe('concurrency_limited');
+        await store.releaseLease(ref, holder.lease!.id);
+        const again = await admit(ref, { concurrency, requestId: 'waiting' });
+        expect(again).toMatchObject({ verdict: 'granted', lease: { id: expect.any(String) } });
+        expect(again.lease!.id).not.toBe(holder.lease!.id);
+      });
+
+      it('keeps a granted admission under the dependency for a bounded time', async () => {
+        const ref = freshRef();
+        const concurrency = { limit: 5, leaseMs: 1000 };
+        const first = await admit(ref, { concurrency, requestId: 'kept' });
+        await expectKeptAtMost(
+          subject,
+          (keys) => keys.dependencyRequests(ref.namespace, ref.dependency).admit('kept'),
+          admitOutcomeTtlMs(concurrency.leaseMs, BREAKER.probeLeaseMs),
+          async () => (await admit(ref, { concurrency, requestId: 'kept' })).lease?.id !== first.lease!.id,
+        );
+      });
+
+      it('answers a repeat of a granted take without taking again; a new id takes', async () => {
+        const ref = freshLimit();
+        const policy = { rate: 1, periodMs: HOUR, burst: 2 };
+        const first = await store.takeRateLimit(ref, policy, 1, 'take-1');
+        expect(first).toMatchObject({ allow: true, limit: 2, remaining: 1 });
+        expect(await store.takeRateLimit(ref, policy, 1, 'take-1')).toEqual(first);
+        expect(await store.takeRateLimit(ref, policy, 1, 'take-2')).toMatchObject({ allow: true, remaining: 0 });
+        expect(await store.takeRateLimit(ref, policy, 1, 'take-3')).toMatchObject({ allow: false });
+        expect(await store.takeRateLimit(ref, policy, 1)).toMatchObject({ allow: false });
+        // Still the first answer, and still nothing taken twice.
+        expect(await store.takeRateLimit(ref, policy, 1, 'take-1')).toEqual(first);
+        // The same id on another key of the limit is another take.
+        expect(await store.takeRateLimit({ ...ref, key: 'user-43' }, policy, 1, 'take-1')).toMatchObject({
+          allow: true,
+          remaining: 1,
+        });
+      });
+
+      it('does not keep a denied take: a repeat is decided again', async () => {
+        const ref = freshLimit();
+        const policy = { rate: 10, periodMs: 1000, burst: 1 };
+        expect((await store.takeRateLimit(ref, policy, 1, 'a')).allow).toBe(true);
+        const denied = await store.takeRateLimit(ref, policy, 1, 'b');
+        expect(denied.allow).toBe(false);
+        await subject.pass(denied.retryAfterMs + 20);
+        expect((await store.takeRateLimit(ref, policy, 1, 'b')).allow).toBe(true);
+        expect((await store.takeRateLimit(ref, policy, 1, 'c')).allow).toBe(false);
+      });
+
+      it('keeps a granted take under the limit key for a bounded time', async () => {
+        const ref = freshLimit();
+        const policy = { rate: 1, periodMs: 60_000, burst: 2 };
+        await store.takeRateLimit(ref, policy, 1, 'kept');
+        await expectKeptAtMost(
+          subject,
+          (keys) => keys.rateLimitRequest(ref.namespace, ref.limit, ref.key, 'kept'),
+          takeOutcomeTtlMs(policy.periodMs),
+          async () => {
+            // Forgotten, the repeat takes again: a new id after it finds one fewer left.
+            await store.takeRateLimit(ref, policy, 1, 'kept');
+            return (await store.takeRateLimit(ref, policy, 1, 'next')).remaining === 0;
+          },
+        );
+      });
     });
 
     it('merges reported latency into fleet counts, and denies a retry whose delay plus p99 passes the deadline', async () => {

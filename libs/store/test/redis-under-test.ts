@@ -11,11 +11,13 @@ export async function redisStoreUnderTest(
   const prefix = uniquePrefix(label);
   const client = createRedisClient({ ...connection, commandTimeoutMs: 2000 });
   const subscriber = createRedisSubscriber({ ...connection, commandTimeoutMs: 2000 });
-  const store = new RedisStore({ client, subscriber, keys: new SluiceKeys(prefix), timeoutMs: 2000 });
+  const keys = new SluiceKeys(prefix);
+  const store = new RedisStore({ client, subscriber, keys, timeoutMs: 2000 });
   await store.waitUntilReady(5000);
   return {
     store,
     pass: sleep,
+    redis: { keys, pttl: (key) => client.pttl(key) },
     cleanup: async () => {
       await deleteKeysWithPrefix(client, prefix);
       await store.close();

@@ -1,6 +1,7 @@
 import { LATENCY_BOUNDS_MS } from '@sluice/core';
 import { DEFAULT_DEPENDENCY_POLICY, type RetryBudgetPolicy } from '@sluice/protocol';
 import { randomBytes } from 'node:crypto';
+import { retryOutcomeTtlMs } from '../src';
 import type {
   DeadLetterRetention,
   DeliveryAttemptRecord,
@@ -10,6 +11,7 @@ import type {
   OutcomeBatch,
   OutcomePolicy,
   QueueRef,
+  SluiceKeys,
   Store,
   StoreEvent,
 } from '../src';
@@ -20,6 +22,29 @@ export interface StoreUnderTest {
   /** Lets `ms` pass for the store: a fake clock moves, a real one is waited on. */
   pass(ms: number): Promise<void>;
   cleanup(): Promise<void>;
+  /** A store with Redis keys: its key names and their PTTL. Without it, time is a fake clock. */
+  redis?: { keys: SluiceKeys; pttl(key: string): Promise<number> };
+}
+
+/**
+ * A first outcome kept under a caller-chosen id lives at most `ttlMs`: on Redis its key's PTTL is
+ * positive and within it; on a fake clock, once `ttlMs` has passed, `forgotten()` says the id is
+ * decided anew.
+ */
+export async function expectKeptAtMost(
+  subject: StoreUnderTest,
+  key: (keys: SluiceKeys) => string,
+  ttlMs: number,
+  forgotten: () => Promise<boolean>,
+): Promise<void> {
+  if (subject.redis) {
+    const pttl = await subject.redis.pttl(key(subject.redis.keys));
+    expect(pttl).toBeGreaterThan(0);
+    expect(pttl).toBeLessThanOrEqual(ttlMs);
+  } else {
+    await subject.pass(ttlMs);
+    expect(await forgotten()).toBe(true);
+  }
 }
 
 const BUDGET: RetryBudgetPolicy = { ratio: 0.1, minRetriesPerSecond: 10, windowSeconds: 10, maxAttempts: 3 };
@@ -627,6 +652,169 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
           depth: 0,
         });
         expect(await store.countDeadLetters(ref, DEAD_LETTERS)).toBe(0);
+      });
+    });
+
+    describe('caller-chosen ids', () => {
+      const READ_ONE = { budget: BUDGET, outcomeWindowSeconds: 10 };
+      const retriesOf = async (ref: DependencyRef) => (await store.readDependency(ref, READ_ONE)).budget.retries;
+
+      it('answers a repeat of a granted retry with the first grant, its delay and budget, counting no second retry', async () => {
+        const ref = freshRef();
+        const first = await store.decideRetry(ref, { budget: BUDGET, delayMs: 40, requestId: 'req-1' });
+        expect(first).toMatchObject({ verdict: 'granted', delayMs: 40, budget: { retries: 1, limit: 100 } });
+        // The repeat comes with another delay (new jitter): the first grant's is answered.
+        const repeat = await store.decideRetry(ref, { budget: BUDGET, delayMs: 70, requestId: 'req-1' });
+        expect(repeat).toMatchObject({ verdict: 'granted', delayMs: 40, budget: first.budget });
+        expect(await retriesOf(ref)).toBe(1);
+        // A new id is one more retry; a retry without an id is one more too.
+        const second = await store.decideRetry(ref, { budget: BUDGET, delayMs: 70, requestId: 'req-2' });
+        expect(second).toMatchObject({ verdict: 'granted', delayMs: 70, budget: { retries: 2 } });
+        expect((await store.decideRetry(ref, { budget: BUDGET, delayMs: 5 })).budget.retries).toBe(3);
+        expect(await retriesOf(ref)).toBe(3);
+        // The same id on another dependency is another ask.
+        const elsewhere = await store.decideRetry(freshRef(), { budget: BUDGET, delayMs: 9, requestId: 'req-1' });
+        expect(elsewhere).toMatchObject({ verdict: 'granted', delayMs: 9, budget: { retries: 1 } });
+      });
+
+      it('keeps a grant for each of many concurrent repeats of one id, counting it once', async () => {
+        const ref = freshRef();
+        const answers = await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            store.decideRetry(ref, { budget: BUDGET, delayMs: i, requestId: 'once' }),
+          ),
+        );
+        expect(new Set(answers.map((answer) => answer.delayMs)).size).toBe(1);
+        expect(answers.every((answer) => answer.verdict === 'granted' && answer.budget.retries === 1)).toBe(true);
+        expect(await retriesOf(ref)).toBe(1);
+      });
+
+      it('does not keep a denied retry: a repeat is decided again', async () => {
+        const ref = freshRef();
+        const tight = { ...BUDGET, minRetriesPerSecond: 0.1 }; // limit floor(0 + 1) = 1
+        expect((await store.decideRetry(ref, { budget: tight, delayMs: 0, requestId: 'a' })).verdict).toBe('granted');
+        expect((await store.decideRetry(ref, { budget: tight, delayMs: 0, requestId: 'b' })).verdict).toBe(
+          'budget_exhausted',
+        );
+        await store.recordOutcomes(ref, batch({ requests: 100 }), WINDOWS); // limit floor(10 + 1) = 11
+        const again = await store.decideRetry(ref, { budget: tight, delayMs: 0, requestId: 'b' });
+        expect(again).toMatchObject({ verdict: 'granted', budget: { retries: 2, limit: 11 } });
+      });
+
+      it('keeps a granted retry under the dependency for a bounded time', async () => {
+        const ref = freshRef();
+        await store.decideRetry(ref, { budget: BUDGET, delayMs: 40, requestId: 'kept' });
+        await expectKeptAtMost(
+          subject,
+          (keys) => keys.dependencyRequests(ref.namespace, ref.dependency).retry('kept'),
+          retryOutcomeTtlMs(BUDGET.windowSeconds),
+          async () => (await store.decideRetry(ref, { budget: BUDGET, delayMs: 70, requestId: 'kept' })).delayMs === 70,
+        );
+      });
+
+      it('resumes a claim asked again with its own claimId while in flight: the same token, nothing changed', async () => {
+        const ref = freshKey();
+        const claim = claimOf({ claimId: 'claim-1' });
+        const first = await store.claimIdempotencyKey(ref, claim);
+        if (first.outcome !== 'claimed') throw new Error(`not claimed: ${first.outcome}`);
+        const before = await store.readIdempotencyKey(ref);
+        // The repeat carries a new token (the service makes one per request): the first one is answered.
+        expect(await store.claimIdempotencyKey(ref, claimOf({ claimId: 'claim-1' }))).toEqual({
+          outcome: 'resumed',
+          token: claim.token,
+          leaseExpiresAt: first.leaseExpiresAt,
+          recovered: false,
+        });
+        expect(await store.readIdempotencyKey(ref)).toEqual(before);
+        // Another claim id, or none, is another request: in flight. Another fingerprint is a mismatch.
+        expect(await store.claimIdempotencyKey(ref, claimOf({ claimId: 'claim-2' }))).toMatchObject({
+          outcome: 'in_flight',
+        });
+        expect(await store.claimIdempotencyKey(ref, claimOf())).toMatchObject({ outcome: 'in_flight' });
+        expect(
+          await store.claimIdempotencyKey(ref, claimOf({ claimId: 'claim-1', fingerprint: 'sha256:request-b' })),
+        ).toEqual({ outcome: 'mismatch' });
+        // The resumed token is the key's: it completes it, and the claim id then gets the response.
+        expect(await store.completeIdempotencyKey(ref, { token: claim.token, response: RESPONSE })).toBe('completed');
+        expect(await store.claimIdempotencyKey(ref, claimOf({ claimId: 'claim-1' }))).toEqual({
+          outcome: 'completed',
+          response: RESPONSE,
+        });
+      });
+
+      it('resumes a recovery as recovered; once a lease ran out, its claim id takes over like any other', async () => {
+        const ref = freshKey();
+        const crashed = claimOf({ claimId: 'first', leaseMs: 200, retentionMs: 60_000 });
+        await store.claimIdempotencyKey(ref, crashed);
+        await subject.pass(300);
+        const successor = claimOf({ claimId: 'second', leaseMs: 30_000, retentionMs: 60_000 });
+        const recovered = await store.claimIdempotencyKey(ref, successor);
+        if (recovered.outcome !== 'recovered') throw new Error(`not recovered: ${recovered.outcome}`);
+        expect(await store.claimIdempotencyKey(ref, claimOf({ claimId: 'second' }))).toEqual({
+          outcome: 'resumed',
+          token: successor.token,
+          leaseExpiresAt: recovered.leaseExpiresAt,
+          recovered: true,
+        });
+        // The first claim id no longer holds the key.
+        expect(await store.claimIdempotencyKey(ref, claimOf({ claimId: 'first' }))).toMatchObject({
+          outcome: 'in_flight',
+        });
+        // A taker without a claim id leaves none behind: 'second' is not resumed after its own lease ran out.
+        const short = freshKey();
+        await store.claimIdempotencyKey(short, claimOf({ claimId: 'mine', leaseMs: 200, retentionMs: 60_000 }));
+        await subject.pass(300);
+        const plain = claimOf({ leaseMs: 30_000, retentionMs: 60_000 });
+        expect((await store.claimIdempotencyKey(short, plain)).outcome).toBe('recovered');
+        expect(await store.claimIdempotencyKey(short, claimOf({ claimId: 'mine' }))).toMatchObject({
+          outcome: 'in_flight',
+        });
+      });
+
+      it('records a numbered delivery attempt once: a repeat changes nothing and answers the same', async () => {
+        const ref = freshQueue();
+        const attempt = (n: number) =>
+          store.recordDeliveryAttempt(ref, attemptOf('msg-1', { maxAttempts: 3, attempt: n }));
+        const first = await attempt(1);
+        expect(first).toEqual({ attempt: 1, deadLetter: false, parkedNow: false, depth: 0 });
+        expect(await attempt(1)).toEqual(first);
+        expect(await attempt(2)).toEqual({ attempt: 2, deadLetter: false, parkedNow: false, depth: 0 });
+        expect(await attempt(2)).toEqual({ attempt: 2, deadLetter: false, parkedNow: false, depth: 0 });
+        // An older delivery's failure, late: nothing changes.
+        expect(await attempt(1)).toEqual({ attempt: 2, deadLetter: false, parkedNow: false, depth: 0 });
+        expect(await attempt(3)).toEqual({ attempt: 3, deadLetter: true, parkedNow: true, depth: 1 });
+        expect(await attempt(3)).toEqual({ attempt: 3, deadLetter: true, parkedNow: false, depth: 1 });
+        const page = await store.listDeadLetters(ref, { limit: 10, retention: DEAD_LETTERS });
+        expect(page.items).toEqual([expect.objectContaining({ messageId: 'msg-1', attempts: 3 })]);
+      });
+
+      it('counts a numbered attempt past the count as that attempt, and one without a number as one more', async () => {
+        const ref = freshQueue();
+        const record = (fields: Partial<DeliveryAttemptRecord>) =>
+          store.recordDeliveryAttempt(ref, attemptOf('msg-1', { maxAttempts: 5, ...fields }));
+        // Deliveries 1 and 2 failed without being recorded (the consumer crashed): 3 counts as 3.
+        expect(await record({ attempt: 3 })).toMatchObject({ attempt: 3, deadLetter: false });
+        expect(await record({})).toMatchObject({ attempt: 4, deadLetter: false });
+        expect(await record({ attempt: 4 })).toMatchObject({ attempt: 4, deadLetter: false });
+        expect(await record({ attempt: 9 })).toEqual({ attempt: 9, deadLetter: true, parkedNow: true, depth: 1 });
+        const [entry] = (await store.listDeadLetters(ref, { limit: 1, retention: DEAD_LETTERS })).items;
+        expect(entry).toMatchObject({ messageId: 'msg-1', attempts: 9 });
+        expect(entry.firstAttemptAt).toBeLessThanOrEqual(entry.deadLetteredAt);
+        // Redriven, the count starts over.
+        await store.redriveDeadLetter(ref, 'msg-1');
+        expect(await record({ attempt: 1 })).toMatchObject({ attempt: 1, deadLetter: false });
+      });
+
+      it('records one of many concurrent repeats of a numbered attempt', async () => {
+        const ref = freshQueue();
+        const outcomes = await Promise.all(
+          Array.from({ length: 20 }, () =>
+            store.recordDeliveryAttempt(ref, attemptOf('msg-1', { maxAttempts: 2, attempt: 2 })),
+          ),
+        );
+        expect(outcomes.every((outcome) => outcome.attempt === 2 && outcome.deadLetter)).toBe(true);
+        expect(outcomes.filter((outcome) => outcome.parkedNow)).toHaveLength(1);
+        expect(await store.countDeadLetters(ref, DEAD_LETTERS)).toBe(1);
       });
     });
 

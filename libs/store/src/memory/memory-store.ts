@@ -18,6 +18,7 @@ import {
 } from '@sluice/core';
 import { DEFAULT_DEPENDENCY_POLICY, type RateLimitPolicy } from '@sluice/protocol';
 import { SluiceKeys } from '../keys';
+import { admitOutcomeTtlMs, retryOutcomeTtlMs, takeOutcomeTtlMs } from '../request-outcomes';
 import { AUDIT_ENTRIES_KEPT } from '../store';
 import { ExpiringMap } from './expiring-map';
 import type {
@@ -78,6 +79,12 @@ interface DeadLetterQueue {
 }
 type OutcomeField = 'successes' | 'failures' | 'slow';
 
+/** What a granted call with a caller-chosen id keeps for its repeats (the request keys' hashes in Redis). */
+type KeptOutcome =
+  | { kind: 'retry'; delayMs: number; budget: RetryBudgetOutcome['budget'] }
+  | { kind: 'admit'; probe?: AdmitOutcome['probe']; lease?: AdmitOutcome['lease']; leasesInUse: number | null }
+  | { kind: 'take'; remaining: number; resetMs: number };
+
 /** Everything kept for one dependency (in Redis: the keys of one hash tag). */
 interface DependencyState {
   budget: SlidingWindowCounter<BudgetField>;
@@ -115,6 +122,8 @@ export class MemoryStore implements Store {
   private readonly idempotency = new ExpiringMap<IdempotencyEntry>();
   private readonly attempts = new ExpiringMap<AttemptCounter>();
   private readonly deadLetters = new ExpiringMap<DeadLetterQueue>();
+  /** Request key (SluiceKeys.dependencyRequests, rateLimitRequest) → the first granted outcome. */
+  private readonly kept = new ExpiringMap<KeptOutcome>();
   private readonly clock: Clock;
   private readonly keys: SluiceKeys;
 
@@ -129,6 +138,14 @@ export class MemoryStore implements Store {
     const second = epochSecond(now);
     const state = this.state(ref);
     const machine = this.settle(ref, state, now);
+    const requestKey =
+      request.requestId === undefined
+        ? undefined
+        : this.keys.dependencyRequests(ref.namespace, ref.dependency).retry(request.requestId);
+    const kept = requestKey === undefined ? undefined : this.kept.get(requestKey, now);
+    if (kept?.kind === 'retry') {
+      return { verdict: 'granted', delayMs: kept.delayMs, budget: { ...kept.budget }, breaker: snapshot(machine) };
+    }
     const { requests, retries } = state.budget.sum(second, policy.windowSeconds);
     const limit = retryBudgetLimit(policy, requests);
     let verdict: RetryBudgetOutcome['verdict'] = 'granted';
@@ -142,16 +159,17 @@ export class MemoryStore implements Store {
       verdict = 'deadline_exceeded';
     } else if (retries + 1 > limit) verdict = 'budget_exhausted';
     else state.budget.add(second, policy.windowSeconds, { retries: 1 });
-    return {
-      verdict,
-      budget: {
-        retries: retries + (verdict === 'granted' ? 1 : 0),
-        requests,
-        limit,
-        windowSeconds: policy.windowSeconds,
-      },
-      breaker: snapshot(machine),
+    const budget = {
+      retries: retries + (verdict === 'granted' ? 1 : 0),
+      requests,
+      limit,
+      windowSeconds: policy.windowSeconds,
     };
+    if (verdict === 'granted' && requestKey !== undefined) {
+      const expiresAt = now + retryOutcomeTtlMs(policy.windowSeconds);
+      this.kept.set(requestKey, { kind: 'retry', delayMs: request.delayMs, budget: { ...budget } }, expiresAt, now);
+    }
+    return { verdict, delayMs: request.delayMs, budget, breaker: snapshot(machine) };
   }
 
   async recordOutcomes(ref: DependencyRef, batch: OutcomeBatch, policy: OutcomePolicy): Promise<RecordedOutcomes> {
@@ -192,6 +210,22 @@ export class MemoryStore implements Store {
     const now = this.clock.now();
     const state = this.state(ref);
     const machine = this.settle(ref, state, now);
+    // 0. A repeat of a kept grant.
+    const requestKey =
+      request.requestId === undefined
+        ? undefined
+        : this.keys.dependencyRequests(ref.namespace, ref.dependency).admit(request.requestId);
+    const kept = requestKey === undefined ? undefined : this.kept.get(requestKey, now);
+    if (kept?.kind === 'admit') {
+      return {
+        verdict: 'granted',
+        ...(kept.probe ? { probe: { ...kept.probe } } : {}),
+        ...(kept.lease ? { lease: { ...kept.lease } } : {}),
+        retryAfterMs: 0,
+        leasesInUse: kept.leasesInUse,
+        breaker: snapshot(machine),
+      };
+    }
     const refused = (
       verdict: AdmitOutcome['verdict'],
       retryAfterMs: number | null,
@@ -232,24 +266,49 @@ export class MemoryStore implements Store {
       probeLease = { token: request.probeToken, expiresAt: now + request.breaker.probeLeaseMs };
       state.probes.set(probeLease.token, probeLease.expiresAt);
     }
+    const leasesInUse = request.concurrency ? state.leases.size : null;
+    if (requestKey !== undefined) {
+      const expiresAt = now + admitOutcomeTtlMs(request.concurrency?.leaseMs ?? 0, request.breaker.probeLeaseMs);
+      const outcome: KeptOutcome = {
+        kind: 'admit',
+        ...(probeLease ? { probe: { ...probeLease } } : {}),
+        ...(lease ? { lease: { ...lease } } : {}),
+        leasesInUse,
+      };
+      this.kept.set(requestKey, outcome, expiresAt, now);
+    }
     return {
       verdict: 'granted',
       ...(probeLease ? { probe: probeLease } : {}),
       ...(lease ? { lease } : {}),
       retryAfterMs: 0,
-      leasesInUse: request.concurrency ? state.leases.size : null,
+      leasesInUse,
       breaker: snapshot(machine),
     };
   }
 
-  async takeRateLimit(ref: RateLimitRef, policy: RateLimitPolicy, cost: number): Promise<RateLimitOutcome> {
+  async takeRateLimit(
+    ref: RateLimitRef,
+    policy: RateLimitPolicy,
+    cost: number,
+    requestId?: string,
+  ): Promise<RateLimitOutcome> {
     const key = this.keys.rateLimit(ref.namespace, ref.limit, ref.key);
     const now = this.clock.now();
+    const requestKey =
+      requestId === undefined ? undefined : this.keys.rateLimitRequest(ref.namespace, ref.limit, ref.key, requestId);
+    const kept = requestKey === undefined ? undefined : this.kept.get(requestKey, now);
+    if (kept?.kind === 'take') {
+      return { allow: true, limit: policy.burst, remaining: kept.remaining, retryAfterMs: 0, resetMs: kept.resetMs };
+    }
     const stored = this.rateLimits.get(key);
     const decision = gcraTake(policy, stored !== undefined && stored > now ? stored : null, now, cost);
     if (decision.allow) this.rateLimits.set(key, decision.tat);
     this.evictSpentRateLimits(now);
     const { allow, limit, remaining, retryAfterMs, resetMs } = decision;
+    if (allow && requestKey !== undefined) {
+      this.kept.set(requestKey, { kind: 'take', remaining, resetMs }, now + takeOutcomeTtlMs(policy.periodMs), now);
+    }
     return { allow, limit, remaining, retryAfterMs, resetMs };
   }
 
@@ -389,6 +448,13 @@ export class MemoryStore implements Store {
       case 'recovered':
         this.idempotency.set(key, verdict.entry, verdict.entry.expiresAt, now);
         return { outcome: verdict.verdict, leaseExpiresAt: verdict.entry.leaseExpiresAt };
+      case 'resumed':
+        return {
+          outcome: 'resumed',
+          token: verdict.entry.token,
+          leaseExpiresAt: verdict.entry.leaseExpiresAt,
+          recovered: verdict.entry.recovered ?? false,
+        };
       case 'completed':
         return { outcome: 'completed', response: verdict.entry.response ?? '' };
       case 'in_flight':
@@ -446,7 +512,11 @@ export class MemoryStore implements Store {
         depth: this.pruneDeadLetters(ref, attempt.deadLetters, now),
       };
     }
-    counter.attempts += 1;
+    if (attempt.attempt !== undefined && attempt.attempt <= counter.attempts) {
+      // A repeat of a delivery already counted: nothing changes.
+      return { attempt: counter.attempts, deadLetter: false, parkedNow: false, depth: this.deadLetterDepth(ref, now) };
+    }
+    counter.attempts = attempt.attempt ?? counter.attempts + 1;
     if (counter.attempts < attempt.maxAttempts) {
       this.attempts.set(counterKey, counter, now + attempt.attemptRetentionMs, now);
       return { attempt: counter.attempts, deadLetter: false, parkedNow: false, depth: this.deadLetterDepth(ref, now) };

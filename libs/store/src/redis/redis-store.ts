@@ -7,6 +7,7 @@ import {
 } from '@sluice/protocol';
 import { StoreUnavailableError } from '../errors';
 import { SluiceKeys } from '../keys';
+import { admitOutcomeTtlMs, retryOutcomeTtlMs, takeOutcomeTtlMs } from '../request-outcomes';
 import { AUDIT_ENTRIES_KEPT } from '../store';
 import type {
   AuditEntry,
@@ -145,6 +146,7 @@ export class RedisStore implements Store {
       keys.budget,
       keys.breaker,
       keys.latency,
+      this.keys.dependencyRequests(ref.namespace, ref.dependency).retry(request.requestId),
       budget.ratio,
       budget.minRetriesPerSecond,
       budget.windowSeconds,
@@ -153,12 +155,15 @@ export class RedisStore implements Store {
       keys.events,
       ref.dependency,
       request.latencyWindowSeconds ?? DEFAULT_DEPENDENCY_POLICY.breaker.windowSeconds,
+      request.requestId ?? '',
+      retryOutcomeTtlMs(budget.windowSeconds),
     );
-    const [code, retries, requests, limit] = reply.map(Number);
+    const [code, retries, requests, limit, delayMs] = reply.map(Number);
     return {
       verdict: RETRY_VERDICTS[code],
+      delayMs,
       budget: { retries, requests, limit, windowSeconds: budget.windowSeconds },
-      breaker: breakerFromReply(reply, 4),
+      breaker: breakerFromReply(reply, 5),
     };
   }
 
@@ -200,6 +205,7 @@ export class RedisStore implements Store {
       keys.probes,
       keys.rate,
       keys.leases,
+      this.keys.dependencyRequests(ref.namespace, ref.dependency).admit(request.requestId),
       request.probeToken,
       request.breaker.halfOpenProbes,
       request.breaker.probeLeaseMs,
@@ -212,26 +218,38 @@ export class RedisStore implements Store {
       concurrency?.limit ?? 0,
       concurrency?.leaseMs ?? 0,
       request.leaseId,
+      request.requestId ?? '',
+      admitOutcomeTtlMs(concurrency?.leaseMs ?? 0, request.breaker.probeLeaseMs),
     );
     const [code, probeExpiresAt, leaseExpiresAt, retryAfterMs, inUse] = reply.map(Number);
+    // The token and id come from the reply: a repeat answers the kept grant's, not this request's.
+    const [probeToken, leaseId] = [String(reply[5]), String(reply[6])];
     return {
       verdict: ADMIT_VERDICTS[code],
-      ...(probeExpiresAt >= 0 ? { probe: { token: request.probeToken, expiresAt: probeExpiresAt } } : {}),
-      ...(leaseExpiresAt >= 0 ? { lease: { id: request.leaseId, expiresAt: leaseExpiresAt } } : {}),
+      ...(probeExpiresAt >= 0 ? { probe: { token: probeToken, expiresAt: probeExpiresAt } } : {}),
+      ...(leaseExpiresAt >= 0 ? { lease: { id: leaseId, expiresAt: leaseExpiresAt } } : {}),
       retryAfterMs: retryAfterMs >= 0 ? retryAfterMs : code === 1 ? 0 : null,
       leasesInUse: inUse >= 0 ? inUse : null,
-      breaker: breakerFromReply(reply, 5),
+      breaker: breakerFromReply(reply, 7),
     };
   }
 
-  async takeRateLimit(ref: RateLimitRef, policy: RateLimitPolicy, cost: number): Promise<RateLimitOutcome> {
+  async takeRateLimit(
+    ref: RateLimitRef,
+    policy: RateLimitPolicy,
+    cost: number,
+    requestId?: string,
+  ): Promise<RateLimitOutcome> {
     const reply = await this.run(
       'take_rate_limit',
       this.keys.rateLimit(ref.namespace, ref.limit, ref.key),
+      this.keys.rateLimitRequest(ref.namespace, ref.limit, ref.key, requestId),
       policy.rate,
       policy.periodMs,
       policy.burst,
       cost,
+      requestId ?? '',
+      takeOutcomeTtlMs(policy.periodMs),
     );
     const [allowed, remaining, retryAfterMs, resetMs] = reply.map(Number);
     return { allow: allowed === 1, limit: policy.burst, remaining, retryAfterMs, resetMs };
@@ -385,15 +403,18 @@ export class RedisStore implements Store {
   }
 
   async claimIdempotencyKey(ref: IdempotencyRef, claim: IdempotencyClaim): Promise<IdempotencyClaimOutcome> {
-    const [code, value] = await this.run<[number, number | string | undefined]>(
+    const [code, value, token, recovered] = await this.run<[number, number | string | undefined, string, number]>(
       'claim_idempotency_key',
       this.keys.idempotency(ref.namespace, ref.key).record,
       claim.fingerprint,
       claim.token,
       claim.leaseMs,
       claim.retentionMs,
+      claim.claimId ?? '',
     );
     switch (code) {
+      case 6:
+        return { outcome: 'resumed', token, leaseExpiresAt: Number(value), recovered: recovered === 1 };
       case 1:
         return { outcome: 'claimed', leaseExpiresAt: Number(value) };
       case 2:
@@ -459,6 +480,7 @@ export class RedisStore implements Store {
       attempt.attemptRetentionMs,
       attempt.deadLetters.retentionMs,
       attempt.deadLetters.maxLength,
+      attempt.attempt ?? 0,
     );
     return { attempt: count, deadLetter: deadLetter === 1, parkedNow: parkedNow === 1, depth };
   }

@@ -3,10 +3,10 @@ import { join } from 'node:path';
 
 /** The atomic operations, one Lua file each under ./lua, with the number of KEYS they take. */
 export const SCRIPTS = {
-  decide_retry: { numberOfKeys: 3 },
+  decide_retry: { numberOfKeys: 4 },
   record_outcomes: { numberOfKeys: 7 },
-  admit: { numberOfKeys: 4 },
-  take_rate_limit: { numberOfKeys: 1 },
+  admit: { numberOfKeys: 5 },
+  take_rate_limit: { numberOfKeys: 2 },
   release_lease: { numberOfKeys: 1 },
   renew_lease: { numberOfKeys: 1 },
   set_breaker: { numberOfKeys: 4 },

@@ -3,11 +3,18 @@
   halfOpenProbes probe leases fleet-wide), then the rate limit (GCRA), then the concurrency limit
   (leases in a sorted set, expired ones reclaimed first). Nothing is taken unless all say yes.
 
+  With a caller-chosen request id, a grant is kept in KEYS[5] (fields pt, pe, li, le, iu: probe
+  token and expiry, lease id and expiry, leases in use) for ARGV[14] ms (at least 60 s and the
+  lease's and the probe's life: as long as a caller could ask again), and a repeat with that id
+  answers the kept grant, its probe token and lease id, taking nothing twice. A refusal changed
+  nothing and is not kept: a repeat of one is decided again.
+
   Input:
     KEYS[1] breaker hash
     KEYS[2] probe leases sorted set (member: token, score: expiry in epoch ms)
     KEYS[3] rate limit TAT string
     KEYS[4] concurrency leases sorted set (member: lease id, score: expiry in epoch ms)
+    KEYS[5] the request id's grant hash (never touched when ARGV[13] is '')
     ARGV[1] probe token, used if this call becomes the probe
     ARGV[2] halfOpenProbes
     ARGV[3] probeLeaseMs
@@ -20,10 +27,14 @@
     ARGV[10] concurrency limit, 0 when none
     ARGV[11] leaseMs
     ARGV[12] lease id, used if a lease is granted
+    ARGV[13] request id, '' when none
+    ARGV[14] how long a grant is kept for a repeat, ms
 
-  Output: { code, probeExpiresAt, leaseExpiresAt, retryAfterMs, leasesInUse, <breaker reply tail> }
+  Output: { code, probeExpiresAt, leaseExpiresAt, retryAfterMs, leasesInUse, probeToken, leaseId,
+            <breaker reply tail> }
     code 1 granted, 3 breaker_open, 4 rate_limited, 5 concurrency_limited; -1 where a value
-    does not apply
+    does not apply ('' for a token or id); for a repeat of a kept grant: 1 and the kept probe and
+    lease, with the breaker as it is now
 ]]
 local rcall = redis.call
 --- @include "clock"
@@ -34,12 +45,22 @@ local halfOpenProbes = tonumber(ARGV[2])
 local probeLeaseMs = tonumber(ARGV[3])
 local rate, periodMs, burst, cost = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local concurrency, leaseMs, leaseId = tonumber(ARGV[10]), tonumber(ARGV[11]), ARGV[12]
+local requestId, requestKey = ARGV[13], KEYS[5]
 
 local _, nowMs = serverTime()
 local breaker = breakerNow(KEYS[1], nowMs, ARGV[4], ARGV[5])
 
-local function finish(code, probeExpiresAt, leaseExpiresAt, retryAfterMs, inUse)
-  return breakerReply(breaker, { code, probeExpiresAt, leaseExpiresAt, retryAfterMs, inUse })
+local function finish(code, probeExpiresAt, leaseExpiresAt, retryAfterMs, inUse, probeToken, grantedLeaseId)
+  return breakerReply(breaker,
+    { code, probeExpiresAt, leaseExpiresAt, retryAfterMs, inUse, probeToken or '', grantedLeaseId or '' })
+end
+
+-- 0. A repeat of a kept grant.
+if requestId ~= '' then
+  local kept = rcall('HMGET', requestKey, 'pt', 'pe', 'li', 'le', 'iu')
+  if kept[1] then
+    return finish(1, tonumber(kept[2]), tonumber(kept[4]), -1, tonumber(kept[5]), kept[1], kept[3])
+  end
 end
 
 -- 1. The breaker.
@@ -83,10 +104,16 @@ end
 if rateAllowed and newTat then
   gcraSave(KEYS[3], newTat, nowMs)
 end
-local probeExpiresAt = -1
+local probeExpiresAt, probeToken = -1, ''
 if probe then
-  probeExpiresAt = nowMs + probeLeaseMs
-  rcall('ZADD', KEYS[2], probeExpiresAt, ARGV[1])
+  probeExpiresAt, probeToken = nowMs + probeLeaseMs, ARGV[1]
+  rcall('ZADD', KEYS[2], probeExpiresAt, probeToken)
   rcall('PEXPIRE', KEYS[2], probeLeaseMs + 1000)
 end
-return finish(1, probeExpiresAt, leaseExpiresAt, -1, inUse)
+local grantedLeaseId = leaseExpiresAt >= 0 and leaseId or ''
+if requestId ~= '' then
+  rcall('HSET', requestKey, 'pt', probeToken, 'pe', probeExpiresAt, 'li', grantedLeaseId, 'le', leaseExpiresAt,
+    'iu', inUse)
+  rcall('PEXPIRE', requestKey, tonumber(ARGV[14]))
+end
+return finish(1, probeExpiresAt, leaseExpiresAt, -1, inUse, probeToken, grantedLeaseId)

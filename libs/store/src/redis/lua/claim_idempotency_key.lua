@@ -4,12 +4,18 @@
   time its lease has left; another fingerprint is a mismatch. An in-flight key whose lease has
   expired is taken over with the new token. Twin of libs/core claimIdempotencyEntry.
 
+  A claim with a caller-chosen claim id keeps it in the record (field cid, with rc: whether that
+  claim recovered the key). A claim again with the same claim id and fingerprint while its lease
+  runs is the holder's own repeat: it answers the token and lease it won, changing nothing. The
+  id lives as long as the record: max(lease, retention) from the claim, at least the lease's life.
+
   Input:
     KEYS[1] the key's record hash
     ARGV[1] fingerprint
     ARGV[2] token: the claimant's fencing token
     ARGV[3] leaseMs
     ARGV[4] retentionMs: kept this long after completion
+    ARGV[5] claim id, '' when none
 
   Output:
     { 1, leaseExpiresAt }   claimed
@@ -17,6 +23,7 @@
     { 3, response }         completed
     { 4, leaseRemainingMs } in flight
     { 5 }                   fingerprint mismatch
+    { 6, leaseExpiresAt, token, recovered (1/0) }  resumed: a repeat of the holder's own claim
 ]]
 local rcall = redis.call
 --- @include "clock"
@@ -26,9 +33,10 @@ local fingerprint = ARGV[1]
 local token = ARGV[2]
 local leaseMs = tonumber(ARGV[3])
 local retentionMs = tonumber(ARGV[4])
+local claimId = ARGV[5]
 
 local _, nowMs = serverTime()
-local record = rcall('HMGET', key, 'st', 'fp', 'le', 'resp')
+local record = rcall('HMGET', key, 'st', 'fp', 'le', 'resp', 'cid', 'tok', 'rc')
 local state = record[1]
 
 -- Holds the key in flight for this claimant; it lives max(lease, retention) from now.
@@ -36,7 +44,12 @@ local function hold(code)
   local leaseExpiresAt = nowMs + leaseMs
   local ttl = math.max(leaseMs, retentionMs)
   rcall('HSET', key, 'st', 'in_flight', 'fp', fingerprint, 'tok', token, 'le', leaseExpiresAt, 'ra', retentionMs,
-    'ex', nowMs + ttl)
+    'ex', nowMs + ttl, 'rc', code == 2 and 1 or 0)
+  if claimId ~= '' then
+    rcall('HSET', key, 'cid', claimId)
+  else
+    rcall('HDEL', key, 'cid')
+  end
   rcall('PEXPIRE', key, ttl)
   return { code, leaseExpiresAt }
 end
@@ -53,6 +66,9 @@ if state == 'completed' then
 end
 local leaseExpiresAt = tonumber(record[3])
 if leaseExpiresAt > nowMs then
+  if claimId ~= '' and record[5] == claimId then
+    return { 6, leaseExpiresAt, record[6], record[7] == '1' and 1 or 0 }
+  end
   return { 4, leaseExpiresAt - nowMs }
 end
 return hold(2)

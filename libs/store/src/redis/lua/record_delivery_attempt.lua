@@ -3,6 +3,13 @@
   in the queue's dead letters (payload, last error, attempts); a parked message stays parked,
   uncounted, until it is redriven, purged or acked.
 
+  With the delivery's own number (ARGV[8], a broker's delivery count), the count becomes
+  max(count, attempt): an attempt at or below the count is a repeat (an answer lost to a timeout)
+  that changes nothing and answers the count as it stands; a higher one counts as that attempt
+  (deliveries whose failures were never recorded count too). The number lives in the count itself,
+  so it is kept as long as the count: attemptRetentionMs after the last failure, or the dead
+  letter's retention once parked.
+
   Input:
     KEYS[1] the message's attempts hash (n, first, parked)
     KEYS[2] dead-letter entries hash
@@ -14,8 +21,10 @@
     ARGV[5] attemptRetentionMs: the count is kept this long after the last failure
     ARGV[6] deadLetterRetentionMs
     ARGV[7] deadLetterMaxLength
+    ARGV[8] attempt: the delivery this failure is for, 0 when not given
 
   Output: { attempt, deadLetter (0/1), parkedNow (0/1), depth }
+    attempt is the count after the call (for a repeat or a parked message: as it stands)
 ]]
 local rcall = redis.call
 --- @include "clock"
@@ -27,14 +36,25 @@ local maxAttempts = tonumber(ARGV[2])
 local attemptRetentionMs = tonumber(ARGV[5])
 local retentionMs = tonumber(ARGV[6])
 local maxLength = tonumber(ARGV[7])
+local given = tonumber(ARGV[8])
 
 local _, nowMs = serverTime()
 local counter = rcall('HMGET', attemptsKey, 'n', 'parked')
 if counter[2] == '1' then
   return { tonumber(counter[1]), 1, 0, deadLettersPrune(entriesKey, indexKey, nowMs, retentionMs, maxLength) }
 end
-local attempt = rcall('HINCRBY', attemptsKey, 'n', 1)
-if attempt == 1 then
+local counted = tonumber(counter[1]) or 0
+if given > 0 and given <= counted then
+  return { counted, 0, 0, rcall('ZCARD', indexKey) }
+end
+local attempt
+if given > 0 then
+  attempt = given
+  rcall('HSET', attemptsKey, 'n', attempt)
+else
+  attempt = rcall('HINCRBY', attemptsKey, 'n', 1)
+end
+if counted == 0 then
   rcall('HSET', attemptsKey, 'first', nowMs)
 end
 if attempt < maxAttempts then
