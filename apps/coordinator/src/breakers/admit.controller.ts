@@ -32,6 +32,6 @@ export class AdmitController {
     optionalBody: true,
   })
   admit(@Param() params: DependencyParams, @Body() body: AdmitRequestDto = {}): Promise<AdmitDecision> {
-    return this.admissions.admit({ namespace: params.ns, dependency: params.dep }, body.cost);
+    return this.admissions.admit({ namespace: params.ns, dependency: params.dep }, body.cost, body.requestId);
   }
 }

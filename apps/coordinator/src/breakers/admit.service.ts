@@ -11,7 +11,8 @@ import { BreakerMetrics } from './breaker-metrics';
 
 /**
  * Decides "may I make this call?": one atomic store call checks the breaker (and hands out the
- * half-open probe), the rate limit and the concurrency limit.
+ * half-open probe), the rate limit and the concurrency limit. With a caller-chosen `requestId`, a
+ * repeat answers the first grant, with its probe token and lease id (the store keeps them).
  */
 @Injectable()
 export class AdmitService {
@@ -23,7 +24,7 @@ export class AdmitService {
     private readonly metrics: MetricsService,
   ) {}
 
-  async admit(ref: DependencyRef, cost = 1): Promise<AdmitDecision> {
+  async admit(ref: DependencyRef, cost = 1, requestId?: string): Promise<AdmitDecision> {
     const policy = await this.policies.forDependency(ref.namespace, ref.dependency);
     if (policy.rateLimit && cost > policy.rateLimit.burst) {
       throw validationFailed([
@@ -38,6 +39,7 @@ export class AdmitService {
       cost,
       concurrency: policy.concurrency,
       leaseId: randomUUID(),
+      requestId,
     });
     this.breakerMetrics.observe(ref, outcome.breaker);
     const labels = { namespace: ref.namespace, dependency: ref.dependency };

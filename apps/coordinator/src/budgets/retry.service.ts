@@ -38,6 +38,7 @@ export class RetryService {
     let reason: RetryReason;
     let budget: BudgetView;
     let breaker: BreakerSnapshot;
+    let decidedDelayMs = delayMs;
     if (denial) {
       reason = denial;
       ({ budget, breaker } = await this.store.readDependency(ref, readPolicyOf(policy)));
@@ -48,8 +49,10 @@ export class RetryService {
         delayMs,
         deadlineMs: request.deadlineMs,
         latencyWindowSeconds: policy.breaker.windowSeconds,
+        requestId: request.requestId,
       });
-      ({ verdict: reason, budget, breaker } = outcome);
+      // A repeat of a kept grant answers that grant's delay.
+      ({ verdict: reason, budget, breaker, delayMs: decidedDelayMs } = outcome);
     }
     this.breakerMetrics.observe(ref, breaker);
     this.metrics.retryDecisions.inc({ namespace: ref.namespace, dependency: ref.dependency, result: reason });
@@ -60,7 +63,7 @@ export class RetryService {
     return {
       allow: reason === 'granted' || shadow,
       reason,
-      delayMs,
+      delayMs: decidedDelayMs,
       budget,
       breaker: { state: breaker.record.state },
       shadow,

@@ -9,6 +9,8 @@ import { MAX_PAYLOAD_BYTES } from './delivery-limits';
 const MESSAGE_ID_MESSAGE = `must match ${IDEMPOTENCY_KEY_PATTERN.source}`;
 export const MAX_ERROR_LENGTH = 4096;
 export const MAX_PAGE_SIZE = 1000;
+/** The highest delivery number a caller may give. */
+export const MAX_DELIVERY_ATTEMPT = 1_000_000;
 
 /** A dead letter's id is its message id. */
 export class DeadLetterParams extends QueueParams {
@@ -37,6 +39,18 @@ export class DeliveryAttemptDto implements DeliveryAttemptRequest {
     nullable: true,
   })
   payload?: unknown;
+
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(MAX_DELIVERY_ATTEMPT)
+  @JSONSchema({
+    description:
+      'The delivery this failure is for (a broker\u2019s delivery count, 1 = the first). The count becomes the ' +
+      'larger of the count and `attempt`; recording an attempt already counted (after a timeout or a 503) ' +
+      'changes nothing and answers the same. Absent: the count goes up by one.',
+  })
+  attempt?: number;
 }
 
 export class DeliveryAckDto implements DeliveryAckRequest {

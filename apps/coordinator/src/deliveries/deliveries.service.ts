@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { backoffDelay } from '@sluice/core';
+import { createHash } from 'node:crypto';
+import { backoffDelay, seededRandom, type RandomSource } from '@sluice/core';
 import type { DeliveryAttemptRequest, DeliveryAttemptResponse } from '@sluice/protocol';
 import type { QueueRef, Store } from '@sluice/store';
 import { payloadTooLarge } from '../common/api-error';
@@ -8,7 +9,12 @@ import { STORE } from '../store/store.provider';
 import { DeadLetterDepth } from './dead-letter-depth.service';
 import { ATTEMPT_RETENTION_MS, DEAD_LETTERS, MAX_PAYLOAD_BYTES } from './delivery-limits';
 
-/** Counts failed deliveries under the queue's policy and parks a message past maxAttempts. */
+/**
+ * Counts failed deliveries under the queue's policy and parks a message past maxAttempts. With the
+ * delivery's own `attempt`, recording it again changes nothing and answers the same: the store
+ * keeps the count, and the backoff's jitter is drawn from the message and the count, so a repeat
+ * gets the same delay.
+ */
 @Injectable()
 export class DeliveriesService {
   constructor(
@@ -30,17 +36,25 @@ export class DeliveriesService {
       maxAttempts: policy.maxAttempts,
       attemptRetentionMs: ATTEMPT_RETENTION_MS,
       deadLetters: DEAD_LETTERS,
+      ...(request.attempt !== undefined ? { attempt: request.attempt } : {}),
     });
     if (outcome.deadLetter) this.depth.observe(ref, outcome.depth);
+    const random = request.attempt === undefined ? Math.random : jitterOf(ref, request.messageId, outcome.attempt);
     return {
       attempt: outcome.attempt,
       maxAttempts: policy.maxAttempts,
       deadLetter: outcome.deadLetter,
-      delayMs: outcome.deadLetter ? 0 : backoffDelay(policy.backoff, { attempt: outcome.attempt }),
+      delayMs: outcome.deadLetter ? 0 : backoffDelay(policy.backoff, { attempt: outcome.attempt }, random),
     };
   }
 
   async ack(ref: QueueRef, messageId: string): Promise<void> {
     await this.store.ackDelivery(ref, messageId);
   }
+}
+
+/** A jitter source fixed by the message and its count: the same attempt always waits the same delay. */
+function jitterOf(ref: QueueRef, messageId: string, attempt: number): RandomSource {
+  const digest = createHash('sha256').update(`${ref.namespace}/${ref.queue}/${messageId}#${attempt}`).digest();
+  return seededRandom(digest.readUInt32BE(0));
 }

@@ -4,6 +4,7 @@ import { IsIn, IsInt, IsObject, IsOptional, IsString, Matches, Max, Min, Validat
 import { JSONSchema } from 'class-validator-jsonschema';
 import {
   IDEMPOTENCY_KEY_PATTERN,
+  REQUEST_ID_PATTERN,
   type BodyEncoding,
   type IdempotencyClaimRequest,
   type IdempotencyCompleteRequest,
@@ -53,6 +54,18 @@ export class ClaimRequestDto implements IdempotencyClaimRequest {
       'How long the key is kept: the namespace\u2019s idempotency retention by default, at most its maximum.',
   })
   retentionSeconds?: number;
+
+  /** Caller-chosen; kept in the key's record for as long as the record lives. */
+  @IsOptional()
+  @IsString()
+  @Matches(REQUEST_ID_PATTERN, { message: `must match ${REQUEST_ID_PATTERN.source}` })
+  @JSONSchema({
+    description:
+      'Caller-chosen id of this claim (e.g. a UUID). Claiming again with it and the same fingerprint while the ' +
+      'claim\u2019s lease runs (after a timeout or a 503) answers 201 with the same `token` and `resumed: true` ' +
+      'instead of 409 `in_flight`.',
+  })
+  claimId?: string;
 }
 
 export class StoredResponseDto implements StoredResponse {

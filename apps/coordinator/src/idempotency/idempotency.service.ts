@@ -49,6 +49,7 @@ export class IdempotencyService {
       token,
       leaseMs: request.leaseMs ?? DEFAULT_LEASE_MS,
       retentionMs: retentionSeconds * 1000,
+      ...(request.claimId !== undefined ? { claimId: request.claimId } : {}),
     });
     const count = (result: string) => this.metrics.idempotencyRequests.inc({ namespace: ref.namespace, result });
     switch (outcome.outcome) {
@@ -57,6 +58,12 @@ export class IdempotencyService {
         count(outcome.outcome);
         const recovered = outcome.outcome === 'recovered';
         return { status: 201, body: { state: 'claimed', token, recovered, leaseExpiresAt: outcome.leaseExpiresAt } };
+      }
+      case 'resumed': {
+        // The caller's own claim again (its answer was lost): the token it won, nothing changed.
+        count('resumed');
+        const { token: held, recovered, leaseExpiresAt } = outcome;
+        return { status: 201, body: { state: 'claimed', token: held, recovered, resumed: true, leaseExpiresAt } };
       }
       case 'completed':
         count('replayed');

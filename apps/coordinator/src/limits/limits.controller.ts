@@ -53,7 +53,8 @@ export class LimitsController {
     @Body() body: TakeRequestDto,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<TakeDecision> {
-    const decision = await this.limits.take({ namespace: params.ns, limit: params.limit, key: body.key }, body.cost);
+    const ref = { namespace: params.ns, limit: params.limit, key: body.key };
+    const decision = await this.limits.take(ref, body.cost, body.requestId);
     reply.header('ratelimit-limit', String(decision.limit));
     reply.header('ratelimit-remaining', String(decision.remaining));
     reply.header('ratelimit-reset', wholeSeconds(decision.resetMs));

@@ -1,7 +1,8 @@
-import { IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
+import { IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
+import { REQUEST_ID_PATTERN, type TakeRequest } from '@sluice/protocol';
 
-export class TakeRequestDto {
+export class TakeRequestDto implements TakeRequest {
   /** Whose allowance this is: a user, a tenant, an IP address. */
   @Matches(/^[A-Za-z0-9._:@-]{1,200}$/, { message: 'must be 1-200 of A-Z a-z 0-9 . _ : @ -' })
   @JSONSchema({ description: 'Whose allowance this is: a user, a tenant, an IP address.' })
@@ -13,4 +14,16 @@ export class TakeRequestDto {
   @Max(1_000_000_000)
   @JSONSchema({ description: 'What this take costs; at most the limit\u2019s burst.', default: 1 })
   cost?: number;
+
+  /** Caller-chosen; a granted take is kept under it (at least 60 s, at least the limit's period). */
+  @IsOptional()
+  @IsString()
+  @Matches(REQUEST_ID_PATTERN, { message: `must match ${REQUEST_ID_PATTERN.source}` })
+  @JSONSchema({
+    description:
+      'Caller-chosen id of this take (e.g. a UUID). Asking again with it (after a timeout or a 503) within the ' +
+      'limit\u2019s period (and at least 60 s) answers the first granted answer without taking again. A denial ' +
+      'is not kept: asking again decides again.',
+  })
+  requestId?: string;
 }
