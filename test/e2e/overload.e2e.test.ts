@@ -72,7 +72,9 @@ describe('an instance past its in-flight cap', () => {
     expect(await metric('sluice_overload_rejections_total')).toBe(1);
 
     signalRedis('SIGCONT');
-    const answers = await Promise.all(held.map(async (response) => (await response).json()));
+    const answers = await Promise.all(
+      held.map(async (response) => (await (await response).json()) as { reason: string }),
+    );
     expect(answers.map((answer) => answer.reason)).toEqual(['granted', 'granted']);
     // The shed ask counted nothing: the next one is the third retry of the window.
     const next = await (await post('/v1/shop/deps/pay/retry', RETRY)).json();
