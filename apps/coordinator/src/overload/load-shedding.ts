@@ -5,14 +5,18 @@ import { overloaded } from '../common/api-error';
 import type { SluiceConfig } from '../config/config';
 import type { MetricsService } from '../metrics/metrics.service';
 
-/** How often the event-loop delay is sampled (under-pressure's histogram, reset each sample). */
-const SAMPLE_INTERVAL_MS = 100;
+/**
+ * The window the event-loop delay is averaged over (under-pressure's histogram, reset each
+ * sample). A whole second, so one stall (a burst of connections parsed at once) averages out
+ * against the ticks around it, while a loop that is behind all the time does not.
+ */
+const SAMPLE_INTERVAL_MS = 1000;
 
 export type ShedReason = 'event_loop_delay' | 'in_flight';
 
 /**
  * Sheds client requests (`/v1/…`) early, with 503 `overloaded` and `Retry-After`, when this
- * instance is past its capacity: the event loop's mean delay over the last sample is above
+ * instance is past its capacity: the event loop's mean delay over the last second is above
  * `maxEventLoopDelayMs`, or `maxInFlight` client requests are already in progress. It runs first
  * in `onRequest`, before the body is read or the store is asked anything, so a shed request
  * changed nothing and the caller may try another instance. Health, metrics and the admin API
