@@ -433,7 +433,10 @@ const attemptCases = invalidBodies(ATTEMPTS, [
   ['messageId a number', { messageId: 5 }, 'messageId'],
   ['error a number', { messageId: MESSAGE, error: 5 }, 'error'],
   ['error of 4097 chars', { messageId: MESSAGE, error: 'e'.repeat(4097) }, 'error'],
-  ['unknown property', { messageId: MESSAGE, attempt: 3 }, 'attempt'],
+  ['attempt 0', { messageId: MESSAGE, attempt: 0 }, 'attempt'],
+  ['attempt 1.5', { messageId: MESSAGE, attempt: 1.5 }, 'attempt'],
+  ['attempt "2" (string)', { messageId: MESSAGE, attempt: '2' }, 'attempt'],
+  ['unknown property', { messageId: MESSAGE, attempts: 3 }, 'attempts'],
 ]);
 attemptCases.push({
   name: 'payload over 64 KiB',
