@@ -186,9 +186,11 @@ export class HttpStatusError extends SluiceError {
 
 /**
  * The coordinator could not answer: unreachable, timed out, or a 5xx such as 503
- * `store_unavailable`. `status` is its HTTP status when it answered, `retryAfterMs` its
- * `Retry-After` when it sent one. The SDK never lets it escape from `execute`: it switches to
- * the local fallback instead; the low-level {@link CoordinatorClient} throws it.
+ * `store_unavailable`. `status` is its HTTP status when it answered, `code` the API's error code
+ * when its body had one, `retryAfterMs` its `Retry-After` when it sent one. A 503 `overloaded`
+ * means the instance shed the request before doing any work ({@link overloaded}). The SDK never
+ * lets it escape from `execute`: it switches to the local fallback instead; the low-level
+ * {@link CoordinatorClient} throws it.
  * @example
  * sluice.onFallback(({ active, error }) => active && isCoordinatorUnavailableError(error) && log.warn(error.message));
  */
@@ -196,12 +198,29 @@ export class CoordinatorUnavailableError extends SluiceError {
   /** Marker for {@link isCoordinatorUnavailableError}. */
   readonly isCoordinatorUnavailableError = true;
   readonly status?: number;
+  /** The API's error code, e.g. `store_unavailable` or `overloaded`, when the answer carried one. */
+  readonly code?: string;
   readonly retryAfterMs?: number;
 
-  constructor(message: string, options: { status?: number; retryAfterMs?: number; cause?: unknown } = {}) {
+  constructor(
+    message: string,
+    options: { status?: number; code?: string; retryAfterMs?: number; cause?: unknown } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.status = options.status;
+    this.code = options.code;
     this.retryAfterMs = options.retryAfterMs;
+  }
+
+  /**
+   * True for a 503 `overloaded`: the instance was past its capacity and shed the request before
+   * doing any work, so nothing changed. It is no answer, not a sign that the coordinator is down:
+   * another instance may be asked, and it does not count toward the switch to the fallback.
+   * @example
+   * if (isCoordinatorUnavailableError(error) && error.overloaded) metrics.shed.inc();
+   */
+  get overloaded(): boolean {
+    return this.status === 503 && this.code === 'overloaded';
   }
 }
 

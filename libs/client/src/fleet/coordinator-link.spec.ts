@@ -1,4 +1,8 @@
+import { CoordinatorUnavailableError } from '../errors';
 import { CoordinatorLink, FAILURES_BEFORE_FALLBACK, silentLogger } from './coordinator-link';
+
+const answered503 = (code: string) =>
+  new CoordinatorUnavailableError(`the coordinator answered 503 (${code})`, { status: 503, code, retryAfterMs: 1000 });
 
 describe('CoordinatorLink', () => {
   it('switches to the fallback only after failures in a row, and a success starts the count again', () => {
@@ -33,5 +37,18 @@ describe('CoordinatorLink', () => {
     now = 170;
     expect(link.failed('retry', new Error('slow'), 120)).toBe(true);
     expect(link.fallback).toBe(true);
+  });
+
+  it('does not count an overloaded answer: the instance shed the request, it is not down', () => {
+    const link = new CoordinatorLink(silentLogger, 'local', 3);
+    const switches: boolean[] = [];
+    link.changes.event(({ active }) => switches.push(active));
+    expect(link.failed('retry', answered503('store_unavailable'))).toBe(false);
+    expect(link.failed('admit', answered503('store_unavailable'))).toBe(false);
+    // However many come, shed requests neither switch nor reset the count.
+    for (let i = 0; i < 50; i++) expect(link.failed('retry', answered503('overloaded'))).toBe(false);
+    expect(link.fallback).toBe(false);
+    expect(link.failed('report', answered503('store_unavailable'))).toBe(true);
+    expect(switches).toEqual([true]);
   });
 });

@@ -1,3 +1,4 @@
+import { isCoordinatorUnavailableError } from '../errors';
 import { EventEmitter } from '../events';
 
 /**
@@ -40,6 +41,8 @@ export const FAILURES_BEFORE_FALLBACK = 3;
  * FAILURES_BEFORE_FALLBACK in a row, each from an exchange started after the previous one failed.
  * Exchanges already under way when one fails (a burst of decisions meeting one slow moment) add
  * no evidence, so a busy coordinator does not switch a client whose exchanges merely overlap.
+ * A 503 `overloaded` is no evidence either: the instance shed the request before doing any work,
+ * it is not down; such an answer neither counts nor resets the count.
  */
 export class CoordinatorLink {
   /** True while the local fallback decides. */
@@ -58,10 +61,11 @@ export class CoordinatorLink {
 
   /**
    * Counts a failed exchange, unless it started (`startedAt`, on the same clock) before the last
-   * counted failure was noticed; true once the fallback decides.
+   * counted failure was noticed, or it was shed (`overloaded`); true once the fallback decides.
    */
   failed(during: string, error: unknown, startedAt?: number): boolean {
     if (this.fallback) return true;
+    if (isCoordinatorUnavailableError(error) && error.overloaded) return false;
     if (startedAt !== undefined && startedAt < this.lastFailureAt) return false;
     this.lastFailureAt = this.now();
     this.consecutiveFailures += 1;
