@@ -102,7 +102,10 @@ export interface DependencyOptions {
  * });
  */
 export interface SluiceOptions {
-  /** The coordinator's base URLs; the next one is tried when one does not answer. */
+  /**
+   * The coordinator's base URLs; the next one is tried when one does not answer, and a request one
+   * of them sheds (503 `overloaded`) is asked of the next at once.
+   */
   baseUrls: string | string[];
   /** A bearer token with the `client` role on `namespace`. */
   token?: string;
@@ -116,10 +119,14 @@ export interface SluiceOptions {
   /**
    * How long a call waits for a retry or admit decision, in ms (default 50). A later answer still
    * counts as the coordinator answering: only a request that fails, or gets no answer within
-   * `requestTimeoutMs`, counts toward the switch to the fallback.
+   * `requestTimeoutMs`, counts toward the switch to the fallback (a 503 `overloaded` never does).
+   * A decision that got no answer is asked again, with the same `requestId`, only within this time.
    */
   decisionTimeoutMs?: number;
-  /** Timeout of reports, view reads and the decisions' requests themselves, in ms (default 1000). */
+  /**
+   * Timeout of reports, view reads and the decisions' requests themselves, in ms (default 1000):
+   * every exchange of one request, re-asks included, ends within it.
+   */
   requestTimeoutMs?: number;
   /** Connect timeout towards the coordinator, in ms (default 100). */
   coordinatorConnectTimeoutMs?: number;

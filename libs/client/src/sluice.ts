@@ -28,7 +28,7 @@ import {
 } from './options';
 import { PolicyEvents } from './policy-events';
 import type { AdmitVerdict, SluiceRuntime } from './runtime';
-import { CoordinatorTransport } from './transport/coordinator-transport';
+import { CoordinatorTransport, type AskTimeouts } from './transport/coordinator-transport';
 import { TimeoutWatch } from './timeout-watch';
 import { Agents } from './transport/http';
 
@@ -251,11 +251,7 @@ export class Sluice extends PolicyEvents {
   private async decideRetry(dependency: FleetDependency, request: RetryRequest): Promise<RetryVerdict> {
     if (!this.link.fallback && !this.closed) {
       const askedAt = this.runtime.clock.now();
-      const answer = this.transport.retry(
-        dependency.name,
-        request,
-        Math.max(this.decisionTimeoutMs, this.requestTimeoutMs),
-      );
+      const answer = this.transport.retry(dependency.name, request, this.decisionTimeouts());
       const answered = (decision: RetryDecision) => {
         this.link.succeeded('retry');
         dependency.applyState(decision.breaker.state);
@@ -312,7 +308,7 @@ export class Sluice extends PolicyEvents {
   private async admit(dependency: FleetDependency, cost: number): Promise<AdmitVerdict | undefined> {
     const askedAt = Date.now();
     const startedAt = this.runtime.clock.now();
-    const answer = this.transport.admit(dependency.name, Math.max(this.decisionTimeoutMs, this.requestTimeoutMs), cost);
+    const answer = this.transport.admit(dependency.name, this.decisionTimeouts(), cost);
     try {
       const decision = await this.withinDecisionTimeout(answer);
       if (decision === undefined) {
@@ -341,6 +337,18 @@ export class Sluice extends PolicyEvents {
       this.link.failed('admit', error, startedAt);
       return undefined;
     }
+  }
+
+  /**
+   * A decision's request may take the longer of the two timeouts (a late answer still tells the
+   * link, and an admit's late lease is released); it is asked again, with the same `requestId`,
+   * only while the caller still waits for it, within the decision timeout.
+   */
+  private decisionTimeouts(): AskTimeouts {
+    return {
+      timeoutMs: Math.max(this.decisionTimeoutMs, this.requestTimeoutMs),
+      reAskWithinMs: this.decisionTimeoutMs,
+    };
   }
 
   /** The answer, if it comes within the decision timeout; undefined if it is later (it may still come). */

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type {
   AdmitDecision,
+  AdmitRequest,
   DependencyView,
   ReportRequest,
   ReportResponse,
@@ -9,6 +10,7 @@ import type {
 } from '@sluice/protocol';
 import { CoordinatorUnavailableError } from '../errors';
 import { HeadTimeoutError, readBody, send, type Agents } from './http';
+import { ReAsks, newRequestId, unanswered } from './re-ask';
 
 export interface CoordinatorTransportOptions {
   baseUrls: string[];
@@ -24,10 +26,24 @@ export interface ViewRead {
   etag?: string;
 }
 
+/** How long a call may take, re-asks included. */
+export interface AskTimeouts {
+  /** The whole call, every exchange of it, ends within this many ms of the first send. */
+  timeoutMs: number;
+  /** A re-ask goes out only within this many ms of the first send (while the caller still waits); default `timeoutMs`. */
+  reAskWithinMs?: number;
+}
+
 /**
  * The SDK's calls to the coordinator. Every failure (no connection, timeout, any non-2xx answer such
- * as 503 `store_unavailable`) is a {@link CoordinatorUnavailableError}; a connection failure moves on
- * to the next base URL for the following call.
+ * as 503 `store_unavailable`) is a {@link CoordinatorUnavailableError}; a failure without an answer
+ * moves on to the next base URL for the following call.
+ *
+ * Decisions (`retry`, `admit`) carry a fresh `requestId`. A call that gets no answer is asked again
+ * within its time (see {@link ReAsks}): after a 503 `overloaded` or a connection never made, any
+ * call, on another instance; after any other 503, a 502 or 504, a lost connection or a timeout, a
+ * decision only, with the same `requestId`, so the coordinator answers the first outcome rather
+ * than deciding twice.
  */
 export class CoordinatorTransport {
   private current = 0;
@@ -37,55 +53,74 @@ export class CoordinatorTransport {
     this.baseUrls = options.baseUrls.map((url) => new URL(url.endsWith('/') ? url : `${url}/`));
   }
 
-  /** POST /v1/{ns}/deps/{dep}/retry */
-  retry(dep: string, body: RetryRequest, timeoutMs: number): Promise<RetryDecision> {
-    return this.json('POST', `deps/${dep}/retry`, body, timeoutMs);
+  /** POST /v1/{ns}/deps/{dep}/retry, with a `requestId` (a fresh one unless the body has one). */
+  retry(dep: string, body: RetryRequest, timeouts: AskTimeouts): Promise<RetryDecision> {
+    const request: RetryRequest = body.requestId === undefined ? { ...body, requestId: newRequestId() } : body;
+    return this.json('POST', `deps/${dep}/retry`, request, timeouts, true);
   }
 
-  /** POST /v1/{ns}/deps/{dep}/admit, with the call's cost against a rate limit when it is not 1. */
-  admit(dep: string, timeoutMs: number, cost = 1): Promise<AdmitDecision> {
-    return this.json('POST', `deps/${dep}/admit`, cost === 1 ? {} : { cost }, timeoutMs);
+  /** POST /v1/{ns}/deps/{dep}/admit, with a fresh `requestId`, and the call's cost against a rate limit when it is not 1. */
+  admit(dep: string, timeouts: AskTimeouts, cost = 1): Promise<AdmitDecision> {
+    const request: AdmitRequest = cost === 1 ? { requestId: newRequestId() } : { cost, requestId: newRequestId() };
+    return this.json('POST', `deps/${dep}/admit`, request, timeouts, true);
   }
 
   /** DELETE /v1/{ns}/deps/{dep}/leases/{id} (204); an unknown or expired lease is a 404. */
   async releaseLease(dep: string, id: string, timeoutMs: number): Promise<void> {
     const path = `deps/${dep}/leases/${encodeURIComponent(id)}`;
-    await this.parse<void>(await this.request('DELETE', path, undefined, timeoutMs), timeoutMs, true);
+    await this.ask<void>('DELETE', path, undefined, { timeoutMs }, false, (response, left) =>
+      this.parse<void>(response, left, true),
+    );
   }
 
   /** POST /v1/{ns}/deps/{dep}/leases/{id}/renew; an unknown or expired lease is a 404. */
   renewLease(dep: string, id: string, timeoutMs: number): Promise<{ expiresAt: number }> {
-    return this.json('POST', `deps/${dep}/leases/${encodeURIComponent(id)}/renew`, undefined, timeoutMs);
+    return this.json('POST', `deps/${dep}/leases/${encodeURIComponent(id)}/renew`, undefined, { timeoutMs }, false);
   }
 
   /** POST /v1/{ns}/reports */
   report(body: ReportRequest, timeoutMs: number): Promise<ReportResponse> {
-    return this.json('POST', 'reports', body, timeoutMs);
+    return this.json('POST', 'reports', body, { timeoutMs }, false);
   }
 
   /** GET /v1/{ns}/deps/{dep} with If-None-Match. */
-  async readDependency(dep: string, etag: string | undefined, timeoutMs: number): Promise<ViewRead> {
-    const response = await this.request(
+  readDependency(dep: string, etag: string | undefined, timeoutMs: number): Promise<ViewRead> {
+    const headers: Record<string, string> = etag ? { 'if-none-match': etag } : {};
+    return this.ask<ViewRead>(
       'GET',
       `deps/${dep}`,
       undefined,
-      timeoutMs,
-      etag ? { 'if-none-match': etag } : {},
+      { timeoutMs },
+      false,
+      async (response, left) => {
+        const newEtag = header(response, 'etag') ?? etag;
+        if (response.statusCode === 304) {
+          response.resume();
+          return { etag: newEtag };
+        }
+        return { view: await this.parse<DependencyView>(response, left), etag: newEtag };
+      },
+      headers,
     );
-    const newEtag = header(response, 'etag') ?? etag;
-    if (response.statusCode === 304) {
-      response.resume();
-      return { etag: newEtag };
-    }
-    return { view: await this.parse<DependencyView>(response, timeoutMs), etag: newEtag };
   }
 
   /** GET /v1/{ns}/events?deps=…: resolves with the open stream (status 200) or throws. */
   async openEvents(deps: string[], signal: AbortSignal, timeoutMs: number): Promise<IncomingMessage> {
     const query = `events?deps=${deps.map(encodeURIComponent).join(',')}`;
-    const response = await this.request('GET', query, undefined, timeoutMs, { accept: 'text/event-stream' }, signal);
+    const index = this.current;
+    const response = await this.request(
+      index,
+      'GET',
+      query,
+      undefined,
+      timeoutMs,
+      { accept: 'text/event-stream' },
+      signal,
+    );
     if (response.statusCode !== 200) {
       response.resume();
+      // An instance that does not serve the stream (shedding, or without its store): the next one is tried next.
+      if (response.statusCode === 503) this.moveOn(index);
       throw new CoordinatorUnavailableError(`the event stream answered ${response.statusCode}`, {
         status: response.statusCode,
       });
@@ -93,8 +128,41 @@ export class CoordinatorTransport {
     return response;
   }
 
-  private async json<T>(method: string, path: string, body: unknown, timeoutMs: number): Promise<T> {
-    return this.parse<T>(await this.request(method, path, body, timeoutMs), timeoutMs);
+  private json<T>(method: string, path: string, body: unknown, timeouts: AskTimeouts, repeatable: boolean): Promise<T> {
+    return this.ask<T>(method, path, body, timeouts, repeatable, (response, left) => this.parse<T>(response, left));
+  }
+
+  /**
+   * One call: its first exchange, and the re-asks {@link ReAsks} allows while time is left, each on
+   * the next base URL. `read` turns an exchange's response into the answer (or throws), within the
+   * ms it is given. Fails with the failure that says most about the coordinator.
+   */
+  private async ask<T>(
+    method: string,
+    path: string,
+    body: unknown,
+    { timeoutMs, reAskWithinMs = timeoutMs }: AskTimeouts,
+    repeatable: boolean,
+    read: (response: IncomingMessage, timeLeftMs: number) => Promise<T>,
+    extraHeaders: Record<string, string> = {},
+  ): Promise<T> {
+    const sentAt = Date.now();
+    const endsAt = sentAt + timeoutMs;
+    const reAsks = new ReAsks(this.baseUrls.length, repeatable);
+    let index = this.current;
+    for (;;) {
+      try {
+        const response = await this.request(index, method, path, body, endsAt - Date.now(), extraHeaders);
+        return await read(response, Math.max(1, endsAt - Date.now()));
+      } catch (error) {
+        const failure = asUnavailable(error);
+        if (unanswered(failure)) this.moveOn(index);
+        const now = Date.now();
+        const next = reAsks.next(index, failure, now - sentAt < reAskWithinMs && endsAt - now >= 1);
+        if (next === undefined) throw reAsks.error ?? failure;
+        index = next;
+      }
+    }
   }
 
   /** Reads an answer: a 2xx one's JSON body (nothing when `expectEmpty`), else a CoordinatorUnavailableError. */
@@ -104,7 +172,11 @@ export class CoordinatorTransport {
       const text = (await readBody(response)).toString('utf8');
       const status = response.statusCode ?? 0;
       if (status < 200 || status >= 300) {
-        throw new CoordinatorUnavailableError(`the coordinator answered ${status}: ${text.slice(0, 200)}`, { status });
+        throw new CoordinatorUnavailableError(`the coordinator answered ${status}: ${text.slice(0, 200)}`, {
+          status,
+          code: errorCode(text),
+          retryAfterMs: retryAfterMs(header(response, 'retry-after')),
+        });
       }
       return (expectEmpty ? undefined : JSON.parse(text)) as T;
     } catch (error) {
@@ -114,8 +186,9 @@ export class CoordinatorTransport {
     }
   }
 
-  /** Sends one request; `timeoutMs` bounds the time to the response head. */
+  /** Sends one request to the `index`th base URL; `timeoutMs` bounds the time to the response head. */
   private async request(
+    index: number,
     method: string,
     path: string,
     body: unknown,
@@ -123,29 +196,50 @@ export class CoordinatorTransport {
     extraHeaders: Record<string, string> = {},
     signal?: AbortSignal,
   ): Promise<IncomingMessage> {
-    const index = this.current;
     const url = new URL(`v1/${this.options.namespace}/${path}`, this.baseUrls[index]);
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers: Record<string, string> = { ...extraHeaders };
     if (payload !== undefined) headers['content-type'] = 'application/json';
     if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
+    const waitMs = Math.max(1, timeoutMs);
     try {
       return await send(url, {
         method,
         headers,
         body: payload,
         signal,
-        headTimeoutMs: timeoutMs,
-        connectTimeoutMs: Math.min(this.options.connectTimeoutMs, timeoutMs),
+        headTimeoutMs: waitMs,
+        connectTimeoutMs: Math.min(this.options.connectTimeoutMs, waitMs),
         agents: this.options.agents,
       });
     } catch (error) {
       if (signal?.aborted) throw error;
       // Not answering at all: the next call tries the next coordinator.
-      if (this.current === index) this.current = (index + 1) % this.baseUrls.length;
-      throw asUnavailable(error instanceof HeadTimeoutError ? timeoutError(timeoutMs) : error);
+      this.moveOn(index);
+      throw asUnavailable(error instanceof HeadTimeoutError ? timeoutError(waitMs) : error);
     }
   }
+
+  /** The `index`th coordinator did not answer: the next call goes to the next one (unless another failure moved on already). */
+  private moveOn(index: number): void {
+    if (this.current === index) this.current = (index + 1) % this.baseUrls.length;
+  }
+}
+
+/** The API error code of an error body, if it has one. */
+function errorCode(text: string): string | undefined {
+  try {
+    const code = (JSON.parse(text) as { code?: unknown } | null)?.code;
+    return typeof code === 'string' ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A `Retry-After` of whole seconds, in ms. */
+function retryAfterMs(value: string | undefined): number | undefined {
+  const seconds = Number(value);
+  return value !== undefined && Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
 }
 
 function header(response: IncomingMessage, name: string): string | undefined {
