@@ -8,17 +8,28 @@ import type {
   IdempotencyClaimResponse,
   IdempotencyKeyView,
   StoredResponse,
+  TakeDecision,
+  TakeRequest,
 } from '@sluice/protocol';
 import { CoordinatorUnavailableError, LeaseLostError, SluiceHttpError } from './errors';
+import { MAX_REASKS, ReAsks, newRequestId, unanswered } from './transport/re-ask';
 
 export interface CoordinatorClientOptions {
-  /** The coordinator's base URL, e.g. `http://sluice:8080`. */
-  baseUrl: string;
+  /**
+   * The coordinator's base URL, e.g. `http://sluice:8080`, or several instances of it: a call that
+   * gets no answer from one goes on to the next.
+   */
+  baseUrl: string | string[];
   /** The namespace every call is about. */
   namespace: string;
   /** A bearer token (`client`, or `admin` for the dead-letter calls); none when authentication is off. */
   token?: string;
-  /** Longest one call may take before it fails as {@link CoordinatorUnavailableError}. Default 2000 ms. */
+  /**
+   * Longest one call may take, its re-asks included, before it fails as
+   * {@link CoordinatorUnavailableError}. Default 2000 ms. A call that carries an id (a claim, a
+   * take, a delivery attempt with its delivery count) waits at most half of it for one exchange,
+   * so that a second one, with the same id, fits after a timeout.
+   */
   timeoutMs?: number;
   /** The fetch to use; the global one by default. */
   fetch?: typeof fetch;
@@ -31,9 +42,16 @@ export type ClaimOutcome =
 const DEFAULT_TIMEOUT_MS = 2000;
 
 /**
- * A small typed client of the coordinator's idempotency and delivery endpoints (API.md
+ * A small typed client of the coordinator's idempotency, named limit and delivery endpoints (API.md
  * §Idempotency keys, §Delivery attempts, the admin dead letters). Decisions are values; failures
  * are errors: {@link CoordinatorUnavailableError}, {@link LeaseLostError}, {@link SluiceHttpError}.
+ *
+ * State-changing calls carry a caller-chosen id: a claim its `claimId`, a take its `requestId`
+ * (fresh ones unless given), a delivery attempt its `attempt` when the delivery count is known.
+ * Such a call that gets no answer (a 503, a 502 or 504, a lost connection, a timeout) is asked
+ * again with the same id while its time allows, on the next base URL where there is one, and the
+ * coordinator answers the first outcome. A 503 `overloaded` changed nothing: any call goes on to
+ * another instance, never back to the one that shed it.
  *
  * @example
  * const client = new CoordinatorClient({ baseUrl: 'http://sluice:8080', namespace: 'shop', token: process.env.SLUICE_TOKEN });
@@ -41,18 +59,24 @@ const DEFAULT_TIMEOUT_MS = 2000;
  */
 export class CoordinatorClient {
   readonly namespace: string;
-  private readonly baseUrl: string;
+  private readonly baseUrls: string[];
+  /** The instance the next call goes to first. */
+  private current = 0;
   private readonly fetch: typeof fetch;
 
   constructor(private readonly options: CoordinatorClientOptions) {
     this.namespace = options.namespace;
-    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    const baseUrls = Array.isArray(options.baseUrl) ? options.baseUrl : [options.baseUrl];
+    if (baseUrls.length === 0) throw new TypeError('baseUrl needs at least one coordinator URL');
+    this.baseUrls = baseUrls.map((url) => url.replace(/\/+$/, ''));
     this.fetch = options.fetch ?? ((input, init) => fetch(input, init));
   }
 
   /**
    * Claims an idempotency key: `claimed` (with the fencing token; `recovered` when an expired
    * holder was taken over), `completed` (with the stored response), `in_flight` or `mismatch`.
+   * The claim carries a `claimId` (a fresh one unless given): asked again after no answer, the
+   * coordinator answers `claimed` with the same token (`resumed: true`), the caller's own claim.
    *
    * @example
    * const claim = await client.claimIdempotencyKey(key, { fingerprint, leaseMs: 10_000 });
@@ -63,7 +87,9 @@ export class CoordinatorClient {
     request: IdempotencyClaimRequest,
     signal?: AbortSignal,
   ): Promise<ClaimOutcome> {
-    const response = await this.call('POST', this.idempotencyPath(key, '/claim'), request, signal);
+    const body: IdempotencyClaimRequest =
+      request.claimId === undefined ? { ...request, claimId: newRequestId() } : request;
+    const response = await this.call('POST', this.idempotencyPath(key, '/claim'), body, signal, true);
     if (response.status === 409 && response.body?.code === 'in_flight') {
       return { state: 'in_flight', retryAfterMs: Number(response.body.retryAfterMs ?? 1000) };
     }
@@ -110,19 +136,38 @@ export class CoordinatorClient {
   }
 
   /**
-   * Records one failed delivery of a message; `deadLetter: true` means it is parked: do not deliver it again.
+   * Records one failed delivery of a message; `deadLetter: true` means it is parked: do not deliver
+   * it again. With `attempt` (the broker's delivery count, 1 for the first delivery) recording it
+   * again changes nothing, so a call that got no answer is asked again; without it, it is not.
    *
    * @example
-   * const { deadLetter, delayMs } = await client.recordDeliveryAttempt('orders', { messageId, error: String(error), payload });
+   * const { deadLetter, delayMs } = await client.recordDeliveryAttempt('orders', { messageId, error: String(error), payload, attempt: receiveCount });
    */
   async recordDeliveryAttempt(
     queue: string,
     request: DeliveryAttemptRequest,
     signal?: AbortSignal,
   ): Promise<DeliveryAttemptResponse> {
+    const path = this.queuePath(queue, '/attempts');
     return this.expectOk(
-      await this.call('POST', this.queuePath(queue, '/attempts'), request, signal),
+      await this.call('POST', path, request, signal, request.attempt !== undefined),
     ) as DeliveryAttemptResponse;
+  }
+
+  /**
+   * Takes from a named rate limit (`PUT /admin/v1/{ns}/policies/limits/{limit}` defines it), for
+   * one `key`: a decision, granted or not. The take carries a `requestId` (a fresh one unless
+   * given): asked again after no answer, it answers the first decision without taking twice. An
+   * undefined limit is a {@link SluiceHttpError} 404.
+   *
+   * @example
+   * const take = await client.takeLimit('exports', { key: `user-${userId}` });
+   * if (!take.allow) return reply.code(429).header('retry-after', Math.ceil(take.retryAfterMs / 1000)).send();
+   */
+  async takeLimit(limit: string, request: TakeRequest, signal?: AbortSignal): Promise<TakeDecision> {
+    const body: TakeRequest = request.requestId === undefined ? { ...request, requestId: newRequestId() } : request;
+    const path = `/v1/${this.namespace}/limits/${encodeURIComponent(limit)}/take`;
+    return this.expectOk(await this.call('POST', path, body, signal, true)) as TakeDecision;
   }
 
   /**
@@ -193,20 +238,54 @@ export class CoordinatorClient {
     return `/admin/v1/${this.namespace}/queues/${encodeURIComponent(queue)}/dead-letters${suffix}`;
   }
 
+  /**
+   * One call: its first exchange, then while its time allows the re-asks {@link ReAsks} permits,
+   * each on the next base URL. `repeatable`: the body carries a caller-chosen id.
+   */
   private async call(
     method: string,
     path: string,
     body: unknown,
     signal: AbortSignal | undefined,
+    repeatable = false,
   ): Promise<{ status: number; body: (Partial<ErrorBody> & Record<string, unknown>) | undefined }> {
-    const timeout = AbortSignal.timeout(this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    const timeoutMs = this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const endsAt = Date.now() + timeoutMs;
+    const reAsks = new ReAsks(this.baseUrls.length, repeatable);
+    let index = this.current;
+    for (let exchange = 0; ; exchange++) {
+      const leftMs = endsAt - Date.now();
+      // Room for a second exchange with the same id after a timeout.
+      const waitMs = repeatable && exchange < MAX_REASKS ? Math.min(leftMs, Math.ceil(timeoutMs / 2)) : leftMs;
+      try {
+        return await this.exchange(this.baseUrls[index], method, path, body, signal, Math.max(1, waitMs));
+      } catch (error) {
+        if (signal?.aborted || !(error instanceof CoordinatorUnavailableError)) throw error;
+        if (unanswered(error) && this.current === index) this.current = (index + 1) % this.baseUrls.length;
+        const next = reAsks.next(index, error, endsAt - Date.now() >= 1);
+        if (next === undefined) throw reAsks.error ?? error;
+        index = next;
+      }
+    }
+  }
+
+  /** One request to one instance, answered within `waitMs`; no answer (or a 502, 503, 504) is a CoordinatorUnavailableError. */
+  private async exchange(
+    baseUrl: string,
+    method: string,
+    path: string,
+    body: unknown,
+    signal: AbortSignal | undefined,
+    waitMs: number,
+  ): Promise<{ status: number; body: (Partial<ErrorBody> & Record<string, unknown>) | undefined }> {
+    const timeout = AbortSignal.timeout(waitMs);
     const headers: Record<string, string> = {};
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
     let response: Response;
     let text: string;
     try {
-      response = await this.fetch(`${this.baseUrl}${path}`, {
+      response = await this.fetch(`${baseUrl}${path}`, {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
@@ -217,17 +296,20 @@ export class CoordinatorClient {
       if (signal?.aborted) throw error;
       throw new CoordinatorUnavailableError(`${method} ${path}: ${(error as Error).message}`, { cause: error });
     }
+    const parsed = text ? (parseJson(text) as (Partial<ErrorBody> & Record<string, unknown>) | undefined) : undefined;
     if (response.status === 503 || response.status === 502 || response.status === 504) {
       const retryAfter = Number(response.headers.get('retry-after'));
-      throw new CoordinatorUnavailableError(`${method} ${path}: the coordinator answered ${response.status}`, {
-        status: response.status,
-        retryAfterMs: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined,
-      });
+      const code = typeof parsed?.code === 'string' ? parsed.code : undefined;
+      throw new CoordinatorUnavailableError(
+        `${method} ${path}: the coordinator answered ${response.status}${code ? ` ${code}` : ''}`,
+        {
+          status: response.status,
+          code,
+          retryAfterMs: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined,
+        },
+      );
     }
-    return {
-      status: response.status,
-      body: text ? (parseJson(text) as Record<string, unknown> | undefined) : undefined,
-    };
+    return { status: response.status, body: parsed };
   }
 
   private expectOk(response: {

@@ -6,6 +6,13 @@ import { isLeaseLostError } from './errors';
 export interface DeliveryMessage<P = unknown> {
   id: string;
   payload?: P;
+  /**
+   * Which delivery of the message this is, 1 for the first, when the broker counts them (SQS
+   * `ApproximateReceiveCount`; RabbitMQ's `x-delivery-count` + 1). A failure is then recorded as
+   * that attempt: recording it again changes nothing, so the SDK can ask again when the
+   * coordinator does not answer, and a redelivery of the same delivery is not counted twice.
+   */
+  deliveryCount?: number;
 }
 
 export interface DeliveryContext {
@@ -45,7 +52,10 @@ const MAX_ERROR_LENGTH = 4096;
  * @example
  * const orders = deliveries(client, 'orders');
  * broker.consume('orders', async (message) => {
- *   const outcome = await orders.handle({ id: message.id, payload: message.body }, (order) => ship(order));
+ *   const outcome = await orders.handle(
+ *     { id: message.id, payload: message.body, deliveryCount: message.receiveCount },
+ *     (order) => ship(order),
+ *   );
  *   if (outcome.ack) message.ack();
  *   else message.nack({ delayMs: outcome.delayMs });
  * });
@@ -71,6 +81,10 @@ export class DeliveryConsumer {
     message: DeliveryMessage<P>,
     work: (payload: P, context: DeliveryContext) => Promise<T>,
   ): Promise<DeliveryOutcome<T>> {
+    const { deliveryCount } = message;
+    if (deliveryCount !== undefined && !(Number.isSafeInteger(deliveryCount) && deliveryCount >= 1)) {
+      throw new TypeError(`deliveryCount must be an integer from 1, got ${deliveryCount}`);
+    }
     const key = this.idempotencyKey(message.id);
     const claim = await this.client.claimIdempotencyKey(key, {
       fingerprint: `delivery:${key}`,
@@ -96,6 +110,7 @@ export class DeliveryConsumer {
         messageId: message.id,
         error: describe(error),
         ...(message.payload === undefined ? {} : { payload: message.payload }),
+        ...(deliveryCount === undefined ? {} : { attempt: deliveryCount }),
       });
       const { attempt, maxAttempts } = recorded;
       return recorded.deadLetter

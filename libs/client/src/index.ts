@@ -28,6 +28,8 @@ export type {
   RetryReason,
   RetryRequest,
   StoredResponse,
+  TakeDecision,
+  TakeRequest,
 } from '@sluice/protocol';
 export { ATTEMPT_HEADER, DEADLINE_HEADER, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from '@sluice/protocol';
 

@@ -189,6 +189,7 @@ export class IdempotencyEngine {
     });
     let claim;
     try {
+      // The claim carries a claimId: asked again after no answer, it resumes as this request's own claim.
       claim = await this.client.claimIdempotencyKey(key, {
         fingerprint,
         leaseMs: this.options.leaseMs ?? DEFAULT_LEASE_MS,
@@ -198,7 +199,14 @@ export class IdempotencyEngine {
       if (!isCoordinatorUnavailableError(error)) throw error;
       this.options.onError?.(error, key);
       if (this.options.whenUnavailable === 'proceed') return { action: 'pass' };
-      return refusal(503, 'store_unavailable', 'idempotency keys cannot be checked right now', 1000);
+      // Overload is said as overload: every coordinator instance asked shed the claim.
+      const code = error.overloaded ? 'overloaded' : 'store_unavailable';
+      return refusal(
+        503,
+        code,
+        'idempotency keys cannot be checked right now',
+        Math.max(1000, error.retryAfterMs ?? 0),
+      );
     }
     switch (claim.state) {
       case 'completed':
