@@ -120,6 +120,11 @@ export class SluiceKeys {
     return `${this.prefix}:{${namespace}/limit/${limit}/${key}}:take:${requestId ?? ''}`;
   }
 
+  /** Sorted set: the namespaces that hold state, scored by last use (epoch ms); its own slot. */
+  namespaces(): string {
+    return `${this.prefix}:namespaces`;
+  }
+
   /** Stream: the audit log of operators' actions, every namespace. */
   audit(): string {
     return `${this.prefix}:audit`;

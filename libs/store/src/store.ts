@@ -152,8 +152,9 @@ export interface DependencySnapshot {
   breaker: BreakerSnapshot;
 }
 
+/** A capped registry's terms: of dependencies in a namespace, or of namespaces. */
 export interface DependencyRegistration {
-  /** Most distinct dependencies one namespace may hold. */
+  /** Most distinct names the registry may hold. */
   cap: number;
   /** A dependency unused this long is forgotten. */
   retentionMs: number;
@@ -370,6 +371,12 @@ export interface Store {
 
   /** The dependencies registered in a namespace, by name. */
   listDependencies(namespace: string, retentionMs: number): Promise<string[]>;
+
+  /** Registers a namespace that is about to hold state; false when the deployment is at its cap. */
+  registerNamespace(namespace: string, registration: DependencyRegistration): Promise<boolean>;
+
+  /** The namespaces registered, by name. */
+  listNamespaces(retentionMs: number): Promise<string[]>;
 
   /** Every policy document of a namespace. */
   readPolicies(namespace: string): Promise<StoredPolicy[]>;

@@ -274,6 +274,20 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
       expect(await register('c')).toBe(true);
     });
 
+    it('caps the distinct namespaces, lists them, and frees a place after the retention', async () => {
+      const registration = { cap: 2, retentionMs: 1000 };
+      const tag = ++sequence;
+      const register = (namespace: string) => store.registerNamespace(`${namespace}-${tag}`, registration);
+      expect(await register('a')).toBe(true);
+      expect(await register('b')).toBe(true);
+      expect(await register('c')).toBe(false);
+      expect(await register('a')).toBe(true);
+      expect(await store.listNamespaces(registration.retentionMs)).toEqual([`a-${tag}`, `b-${tag}`]);
+      await subject.pass(1100);
+      expect(await store.listNamespaces(registration.retentionMs)).toEqual([]);
+      expect(await register('c')).toBe(true);
+    });
+
     it('versions policy documents, writes them conditionally, and never reuses a version', async () => {
       const namespace = `policies-${++sequence}`;
       const ref = { kind: 'dep' as const, name: 'payments-api' };

@@ -287,7 +287,9 @@ const IdempotencyClaimedSchema = objectSchema<IdempotencyClaimed>({
   state: string(undefined, { enum: ['claimed'] }),
   token: string('Fencing token: only it completes (PUT) or releases (DELETE) the key.'),
   recovered: boolean('True when an expired in-flight lease was taken over: the earlier attempt may have partly run.'),
-  resumed: optional(boolean('True when this answers a repeat of the caller\u2019s own claim (same `claimId`): the same token.')),
+  resumed: optional(
+    boolean('True when this answers a repeat of the caller\u2019s own claim (same `claimId`): the same token.'),
+  ),
   leaseExpiresAt: instant('When this claim\u2019s lease runs out and another request may take the key over'),
 });
 

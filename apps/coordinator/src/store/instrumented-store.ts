@@ -17,6 +17,8 @@ const OPERATIONS: Record<StoreOperation, true> = {
   readDependency: true,
   registerDependency: true,
   listDependencies: true,
+  registerNamespace: true,
+  listNamespaces: true,
   readPolicies: true,
   writePolicy: true,
   appendAudit: true,

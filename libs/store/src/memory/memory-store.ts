@@ -380,6 +380,17 @@ export class MemoryStore implements Store {
     return [...this.registry(namespace, retentionMs).keys()].sort();
   }
 
+  async registerNamespace(namespace: string, registration: DependencyRegistration): Promise<boolean> {
+    const registry = this.names(this.keys.namespaces(), registration.retentionMs);
+    if (!registry.has(namespace) && registry.size >= registration.cap) return false;
+    registry.set(namespace, this.clock.now());
+    return true;
+  }
+
+  async listNamespaces(retentionMs: number): Promise<string[]> {
+    return [...this.names(this.keys.namespaces(), retentionMs).keys()].sort();
+  }
+
   async readPolicies(namespace: string): Promise<StoredPolicy[]> {
     const policies = this.policies.get(this.keys.namespace(namespace).policies);
     if (!policies) return [];
@@ -611,17 +622,23 @@ export class MemoryStore implements Store {
 
   /** The registry of a namespace, without the dependencies unused for the retention (their state goes too). */
   private registry(namespace: string, retentionMs: number): Map<string, number> {
-    const registryKey = this.keys.namespace(namespace).dependencies;
+    return this.names(this.keys.namespace(namespace).dependencies, retentionMs, (dependency) =>
+      this.dependencies.delete(this.keys.dependency(namespace, dependency).breaker),
+    );
+  }
+
+  /** A capped registry of names by last use, forgetting those unused for `retentionMs`. */
+  private names(registryKey: string, retentionMs: number, forget?: (name: string) => void): Map<string, number> {
     let registry = this.registries.get(registryKey);
     if (!registry) {
       registry = new Map();
       this.registries.set(registryKey, registry);
     }
     const now = this.clock.now();
-    for (const [dependency, lastUse] of registry) {
+    for (const [name, lastUse] of registry) {
       if (lastUse > now - retentionMs) continue;
-      registry.delete(dependency);
-      this.dependencies.delete(this.keys.dependency(namespace, dependency).breaker);
+      registry.delete(name);
+      forget?.(name);
     }
     return registry;
   }

@@ -312,20 +312,33 @@ export class RedisStore implements Store {
 
   async registerDependency(ref: DependencyRef, registration: DependencyRegistration): Promise<boolean> {
     const keys = this.keys.namespace(ref.namespace);
-    const reply = await this.run(
-      'register_dependency',
-      keys.dependencies,
-      ref.dependency,
-      registration.cap,
-      registration.retentionMs,
-      keys.events,
-    );
-    return Number(reply) === 1;
+    return this.registerName(keys.dependencies, ref.dependency, registration, keys.events);
   }
 
   async listDependencies(namespace: string, retentionMs: number): Promise<string[]> {
-    const reply = await this.run('list_dependencies', this.keys.namespace(namespace).dependencies, retentionMs);
-    return reply.map(String);
+    return this.listNames(this.keys.namespace(namespace).dependencies, retentionMs);
+  }
+
+  async registerNamespace(namespace: string, registration: DependencyRegistration): Promise<boolean> {
+    return this.registerName(this.keys.namespaces(), namespace, registration, '');
+  }
+
+  async listNamespaces(retentionMs: number): Promise<string[]> {
+    return this.listNames(this.keys.namespaces(), retentionMs);
+  }
+
+  private async registerName(
+    registry: string,
+    name: string,
+    registration: DependencyRegistration,
+    channel: string,
+  ): Promise<boolean> {
+    const reply = await this.run('register_name', registry, name, registration.cap, registration.retentionMs, channel);
+    return Number(reply) === 1;
+  }
+
+  private async listNames(registry: string, retentionMs: number): Promise<string[]> {
+    return (await this.run('list_names', registry, retentionMs)).map(String);
   }
 
   async readPolicies(namespace: string): Promise<StoredPolicy[]> {

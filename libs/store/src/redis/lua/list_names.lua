@@ -1,11 +1,12 @@
 --[[
-  Lists the dependencies registered in a namespace, forgetting those unused for the retention.
+  Lists the names in a registry (the dependencies of a namespace, the namespaces of the
+  deployment), forgetting those unused for the retention.
 
   Input:
-    KEYS[1] namespace dependency sorted set
+    KEYS[1] registry sorted set
     ARGV[1] retentionMs
 
-  Output: the dependency names, sorted
+  Output: the names, sorted
 ]]
 local rcall = redis.call
 --- @include "clock"
