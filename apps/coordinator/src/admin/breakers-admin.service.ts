@@ -92,6 +92,7 @@ export class BreakersAdminService {
   private async readOne(ref: DependencyRef) {
     const policy = await this.policies.forDependency(ref.namespace, ref.dependency);
     const snapshot = await this.store.readDependency(ref, readPolicyOf(policy));
+    this.registry.markRegistered(ref); // the store listed it
     this.breakerMetrics.observe(ref, snapshot.breaker);
     return { dependency: ref.dependency, snapshot };
   }

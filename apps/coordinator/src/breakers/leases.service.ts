@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DependencyRef, Store } from '@sluice/store';
 import { ApiError } from '../common/api-error';
+import { DependencyRegistry } from '../dependencies/dependency-registry.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { PolicyService } from '../policies/policy.service';
 import { STORE } from '../store/store.provider';
@@ -14,11 +15,14 @@ export class LeasesService {
     @Inject(STORE) private readonly store: Store,
     private readonly policies: PolicyService,
     private readonly metrics: MetricsService,
+    private readonly registry: DependencyRegistry,
   ) {}
 
   async release(ref: DependencyRef, leaseId: string): Promise<void> {
     const { released, leasesInUse } = await this.store.releaseLease(ref, leaseId);
-    this.metrics.concurrencyInUse.set({ namespace: ref.namespace, dependency: ref.dependency }, leasesInUse);
+    if (this.registry.isRegistered(ref)) {
+      this.metrics.concurrencyInUse.set({ namespace: ref.namespace, dependency: ref.dependency }, leasesInUse);
+    }
     if (!released) throw leaseNotFound();
   }
 

@@ -4,6 +4,7 @@ import type { DependencyView, LatencySummary } from '@sluice/protocol';
 import { MetricsService } from '../metrics/metrics.service';
 import type { DependencyRef, Store } from '@sluice/store';
 import { BreakerMetrics } from '../breakers/breaker-metrics';
+import { DependencyRegistry } from '../dependencies/dependency-registry.service';
 import { readPolicyOf } from '../dependencies/read-policy';
 import { PolicyService } from '../policies/policy.service';
 import { STORE } from '../store/store.provider';
@@ -16,16 +17,18 @@ export class DependencyViewService {
     private readonly policies: PolicyService,
     private readonly breakerMetrics: BreakerMetrics,
     private readonly metrics: MetricsService,
+    private readonly registry: DependencyRegistry,
   ) {}
 
-  /** p50, p95 and p99 as the upper bounds of their fixed buckets, also exported as gauges. */
-  private percentiles(ref: DependencyRef, counts: number[]): LatencySummary {
+  /** p50, p95 and p99 as the upper bounds of their fixed buckets, also exported as gauges when `exported`. */
+  private percentiles(ref: DependencyRef, counts: number[], exported: boolean): LatencySummary {
     const summary: LatencySummary = {
       p50: latencyQuantile(counts, 0.5),
       p95: latencyQuantile(counts, 0.95),
       p99: latencyQuantile(counts, 0.99),
       count: counts.reduce((sum, count) => sum + count, 0),
     };
+    if (!exported) return summary;
     for (const [quantile, value] of [
       ['0.5', summary.p50],
       ['0.95', summary.p95],
@@ -42,7 +45,7 @@ export class DependencyViewService {
     const policy = await this.policies.forDependency(ref.namespace, ref.dependency);
     const { budget, outcomes, breaker, latency } = await this.store.readDependency(ref, readPolicyOf(policy));
     this.breakerMetrics.observe(ref, breaker);
-    const percentiles = this.percentiles(ref, latency);
+    const percentiles = this.percentiles(ref, latency, this.registry.isRegistered(ref));
     const calls = outcomes.successes + outcomes.failures;
     return {
       namespace: ref.namespace,

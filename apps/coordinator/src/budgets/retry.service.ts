@@ -5,7 +5,7 @@ import type { BreakerSnapshot, DependencyRef, Store } from '@sluice/store';
 import { BreakerMetrics } from '../breakers/breaker-metrics';
 import { readPolicyOf } from '../dependencies/read-policy';
 import { DependencyRegistry } from '../dependencies/dependency-registry.service';
-import { MetricsService } from '../metrics/metrics.service';
+import { MetricsService, UNREGISTERED } from '../metrics/metrics.service';
 import { PolicyService } from '../policies/policy.service';
 import { STORE } from '../store/store.provider';
 
@@ -55,10 +55,11 @@ export class RetryService {
       ({ verdict: reason, budget, breaker, delayMs: decidedDelayMs } = outcome);
     }
     this.breakerMetrics.observe(ref, breaker);
-    this.metrics.retryDecisions.inc({ namespace: ref.namespace, dependency: ref.dependency, result: reason });
+    const labels = this.registry.isRegistered(ref) ? ref : UNREGISTERED;
+    this.metrics.retryDecisions.inc({ namespace: labels.namespace, dependency: labels.dependency, result: reason });
     const shadow = policy.mode === 'shadow' && !ALWAYS_ENFORCED.has(reason);
     if (shadow && reason !== 'granted') {
-      this.metrics.shadowDenials.inc({ namespace: ref.namespace, dependency: ref.dependency, kind: 'retry' });
+      this.metrics.shadowDenials.inc({ namespace: labels.namespace, dependency: labels.dependency, kind: 'retry' });
     }
     return {
       allow: reason === 'granted' || shadow,

@@ -1,28 +1,42 @@
-import { Inject, Injectable } from '@nestjs/common';
-import type { Store } from '@sluice/store';
+import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
+import type { DependencyRef, Store } from '@sluice/store';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { tooManyDependencies } from '../common/api-error';
+import { MetricsService } from '../metrics/metrics.service';
 import { STORE } from '../store/store.provider';
 
 /** A dependency unused for a day frees its place under the namespace's cap. */
-const RETENTION_MS = 24 * 60 * 60 * 1000;
+export const REGISTRY_RETENTION_MS = 24 * 60 * 60 * 1000;
 /** How long this instance trusts a registration before renewing it in the store. */
 const RENEW_AFTER_MS = 60_000;
+/** Most dependencies this instance remembers; past it the one used least recently is forgotten. */
 const MAX_REMEMBERED = 100_000;
+/** How often dependencies unused for the retention are forgotten here (and their metric series removed). */
+const SWEEP_INTERVAL_MS = 10 * 60_000;
 
 /**
  * Caps the distinct dependencies per namespace, so clients cannot grow Redis memory or metric
  * cardinality without bound. Known dependencies cost no store call until their renewal is due.
+ *
+ * It is also what this instance knows to be registered: metric series carry a dependency's name
+ * only once it is (reads of names nobody registered are answered, but label nothing), and a
+ * dependency forgotten here takes its series with it.
  */
 @Injectable()
-export class DependencyRegistry {
+export class DependencyRegistry implements OnModuleDestroy {
+  /** By `namespace/dependency`, oldest use first: when its registration is due for renewal. */
   private readonly renewAt = new Map<string, number>();
+  private readonly sweeper: NodeJS.Timeout;
 
   constructor(
     @Inject(STORE) private readonly store: Store,
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
-  ) {}
+    private readonly metrics: MetricsService,
+  ) {
+    this.sweeper = setInterval(() => this.forgetUnused(Date.now()), SWEEP_INTERVAL_MS);
+    this.sweeper.unref();
+  }
 
   /** Throws too_many_dependencies (naming `field`) when the namespace is full. */
   async admit(namespace: string, dependency: string, field = 'dep'): Promise<void> {
@@ -30,14 +44,57 @@ export class DependencyRegistry {
     const now = Date.now();
     if ((this.renewAt.get(cacheKey) ?? 0) > now) return;
     const cap = this.config.maxDependenciesPerNamespace;
-    const admitted = await this.store.registerDependency({ namespace, dependency }, { cap, retentionMs: RETENTION_MS });
+    const admitted = await this.store.registerDependency(
+      { namespace, dependency },
+      { cap, retentionMs: REGISTRY_RETENTION_MS },
+    );
     if (!admitted) throw tooManyDependencies(field, cap);
-    if (this.renewAt.size >= MAX_REMEMBERED) this.renewAt.clear();
-    this.renewAt.set(cacheKey, now + RENEW_AFTER_MS);
+    this.remember(cacheKey, now + RENEW_AFTER_MS);
+  }
+
+  /** Notes a dependency the store listed as registered (its renewal falls due at once). */
+  markRegistered(ref: DependencyRef): void {
+    const cacheKey = `${ref.namespace}/${ref.dependency}`;
+    if (!this.renewAt.has(cacheKey)) this.remember(cacheKey, Date.now());
+  }
+
+  /** True when this instance has seen the dependency registered: its metric series may exist. */
+  isRegistered(ref: DependencyRef): boolean {
+    return this.renewAt.has(`${ref.namespace}/${ref.dependency}`);
   }
 
   /** The dependencies the namespace holds, by name. */
   list(namespace: string): Promise<string[]> {
-    return this.store.listDependencies(namespace, RETENTION_MS);
+    return this.store.listDependencies(namespace, REGISTRY_RETENTION_MS);
+  }
+
+  /** How many dependencies this instance remembers. */
+  get size(): number {
+    return this.renewAt.size;
+  }
+
+  /** Forgets (with their metric series) the dependencies unused here since `now - retention`. */
+  forgetUnused(now: number): void {
+    const cutoff = now - REGISTRY_RETENTION_MS + RENEW_AFTER_MS;
+    for (const [cacheKey, renewAt] of this.renewAt) {
+      if (renewAt > cutoff) break; // oldest use first: the rest are newer
+      this.forget(cacheKey);
+    }
+  }
+
+  onModuleDestroy(): void {
+    clearInterval(this.sweeper);
+  }
+
+  private remember(cacheKey: string, renewAt: number): void {
+    this.renewAt.delete(cacheKey); // re-inserted last: the least recently used come first
+    this.renewAt.set(cacheKey, renewAt);
+    while (this.renewAt.size > MAX_REMEMBERED) this.forget(this.renewAt.keys().next().value as string);
+  }
+
+  private forget(cacheKey: string): void {
+    this.renewAt.delete(cacheKey);
+    const separator = cacheKey.indexOf('/');
+    this.metrics.forgetDependency(cacheKey.slice(0, separator), cacheKey.slice(separator + 1));
   }
 }

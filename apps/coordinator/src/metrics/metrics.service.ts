@@ -1,5 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { RETRY_REASONS, type BreakerState } from '@sluice/protocol';
+
+/**
+ * The labels a decision about a dependency that is not registered (a read, a call not worth
+ * retrying) is counted under: names nobody registered never become series of their own.
+ */
+export const UNREGISTERED = { namespace: '_unregistered', dependency: '_unregistered' } as const;
+export const BREAKER_STATES: readonly BreakerState[] = ['closed', 'open', 'half_open', 'forced_open', 'forced_closed'];
+const SHADOW_KINDS = ['retry', 'admit', 'take'] as const;
+const QUANTILES = ['0.5', '0.95', '0.99'] as const;
 
 /**
  * Every Prometheus metric the service exposes, on one registry per app instance (so two
@@ -127,5 +137,18 @@ export class MetricsService {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'sluice_process_' });
+  }
+
+  /** Removes every series labelled with the dependency (it was forgotten: unused for the retention). */
+  forgetDependency(namespace: string, dependency: string): void {
+    const labels = { namespace, dependency };
+    for (const result of RETRY_REASONS) this.retryDecisions.remove({ ...labels, result });
+    for (const state of BREAKER_STATES) {
+      this.breakerState.remove({ ...labels, state });
+      for (const to of BREAKER_STATES) this.breakerTransitions.remove({ ...labels, from: state, to });
+    }
+    for (const kind of SHADOW_KINDS) this.shadowDenials.remove({ ...labels, kind });
+    for (const quantile of QUANTILES) this.dependencyLatency.remove({ ...labels, quantile });
+    this.concurrencyInUse.remove(labels);
   }
 }

@@ -11,6 +11,7 @@ import { SLUICE_CONFIG } from '../config/config.module';
 import type { SluiceConfig } from '../config/config';
 import { MetricsService } from '../metrics/metrics.service';
 import { instrumentStore } from './instrumented-store';
+import { capNamespaces } from './namespace-cap';
 
 export const STORE = Symbol('STORE');
 
@@ -47,5 +48,6 @@ function redactUrl(url: string): string {
 export const storeProvider: Provider = {
   provide: STORE,
   inject: [SLUICE_CONFIG, MetricsService],
-  useFactory: (config: SluiceConfig, metrics: MetricsService): Store => instrumentStore(createStore(config), metrics),
+  useFactory: (config: SluiceConfig, metrics: MetricsService): Store =>
+    capNamespaces(instrumentStore(createStore(config), metrics), config.maxNamespaces),
 };
