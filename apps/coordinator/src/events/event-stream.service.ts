@@ -20,6 +20,13 @@ export interface StreamRequest {
  * dependency; then every transition as the store publishes it; a comment line keeps the stream
  * alive; every stream ends cleanly when the app shuts down.
  */
+const STREAM_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+};
+
 @Injectable()
 export class EventStreamService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('Events');
@@ -33,14 +40,15 @@ export class EventStreamService implements BeforeApplicationShutdown {
     private readonly metrics: MetricsService,
   ) {}
 
+  /** Answers a HEAD: the stream's headers, no stream, no client counted. */
+  head(response: ServerResponse): void {
+    response.writeHead(200, STREAM_HEADERS);
+    response.end();
+  }
+
   /** Streams to `response` (already hijacked from the framework) until the client goes away. */
   async stream(request: StreamRequest, response: ServerResponse): Promise<void> {
-    response.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
+    response.writeHead(200, STREAM_HEADERS);
     const send = (event: string, data: unknown) => {
       if (!response.writableEnded) response.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     };

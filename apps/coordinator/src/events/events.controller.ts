@@ -58,6 +58,7 @@ export class EventsController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     reply.hijack();
+    if (reply.request.method === 'HEAD') return this.streams.head(reply.raw);
     await this.streams.stream({ namespace: params.ns, dependencies: query.deps?.split(',') }, reply.raw);
   }
 }
