@@ -77,13 +77,13 @@ const STATUSES: Record<string, number[]> = {
   'POST /v1/{ns}/deps/{dep}/leases/{id}/renew': [200, 400, 401, 403, 404, 503],
   'POST /v1/{ns}/reports': [200, 400, 401, 403, 413, 415, 422, 503],
   'GET /v1/{ns}/deps/{dep}': [200, 304, 400, 401, 403, 503],
-  'GET /v1/{ns}/events': [200, 400, 401, 403],
-  'POST /v1/{ns}/limits/{limit}/take': [200, 400, 401, 403, 404, 413, 415, 503],
+  'GET /v1/{ns}/events': [200, 400, 401, 403, 503],
+  'POST /v1/{ns}/limits/{limit}/take': [200, 400, 401, 403, 404, 413, 415, 422, 503],
   'POST /v1/{ns}/idempotency/{key}/claim': [200, 201, 400, 401, 403, 409, 413, 415, 422, 503],
   'PUT /v1/{ns}/idempotency/{key}': [204, 400, 401, 403, 409, 413, 415, 503],
   'DELETE /v1/{ns}/idempotency/{key}': [204, 400, 401, 403, 409, 503],
   'GET /v1/{ns}/idempotency/{key}': [200, 400, 401, 403, 404, 503],
-  'POST /v1/{ns}/queues/{queue}/attempts': [200, 400, 401, 403, 413, 415, 503],
+  'POST /v1/{ns}/queues/{queue}/attempts': [200, 400, 401, 403, 413, 415, 422, 503],
   'POST /v1/{ns}/queues/{queue}/acks': [204, 400, 401, 403, 413, 415, 503],
   'GET /admin/v1/{ns}/breakers': [200, 400, 401, 403, 503],
   'GET /admin/v1/{ns}/budgets': [200, 400, 401, 403, 503],
@@ -98,14 +98,14 @@ const STATUSES: Record<string, number[]> = {
   'GET /health/ready': [200, 503],
   'GET /metrics': [200],
 };
-for (const [kind, path] of [
-  ['default', '/admin/v1/{ns}/policies/default'],
-  ['dep', '/admin/v1/{ns}/policies/deps/{dep}'],
-  ['limit', '/admin/v1/{ns}/policies/limits/{limit}'],
-  ['queue', '/admin/v1/{ns}/policies/queues/{queue}'],
+for (const path of [
+  '/admin/v1/{ns}/policies/default',
+  '/admin/v1/{ns}/policies/deps/{dep}',
+  '/admin/v1/{ns}/policies/limits/{limit}',
+  '/admin/v1/{ns}/policies/queues/{queue}',
 ]) {
   STATUSES[`GET ${path}`] = [200, 400, 401, 403, 404, 503];
-  STATUSES[`PUT ${path}`] = [200, 400, 401, 403, 412, 413, 415, ...(kind === 'dep' ? [422] : []), 503];
+  STATUSES[`PUT ${path}`] = [200, 400, 401, 403, 412, 413, 415, 422, 503];
   STATUSES[`DELETE ${path}`] = [204, 400, 401, 403, 404, 412, 503];
 }
 
@@ -260,6 +260,8 @@ describe('OpenAPI document', () => {
       /not_retriable.*not_idempotent.*enforced even in shadow mode/s,
     );
     expect(responseOf('POST', '/v1/{ns}/reports', 422).description).toContain('deps.{i}.dep');
+    expect(responseOf('POST', '/v1/{ns}/reports', 422).description).toContain('too_many_namespaces');
+    expect(responseOf('POST', '/v1/{ns}/deps/{dep}/retry', 503).description).toContain('`overloaded`');
 
     const claim = '/v1/{ns}/idempotency/{key}/claim';
     expect(responseOf('POST', claim, 201).content?.['application/json'].schema).toEqual(ref('IdempotencyClaimed'));

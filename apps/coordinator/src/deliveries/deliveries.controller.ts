@@ -27,7 +27,10 @@ export class DeliveriesController {
       `${days(DEAD_LETTERS.retentionMs)} days, at most ${DEAD_LETTERS.maxLength} per queue, the oldest going ` +
       `first). A message\u2019s count is forgotten ${days(ATTEMPT_RETENTION_MS)} days after its last failure.`,
     responses: [{ status: 200, description: 'The attempt counted.', schema: 'DeliveryAttemptResponse' }],
-    errors: [{ ...ERRORS.bodyTooLarge, description: `\`payload\`, as JSON, is over ${sizeOf(MAX_PAYLOAD_BYTES)}.` }],
+    errors: [
+      { ...ERRORS.bodyTooLarge, description: `\`payload\`, as JSON, is over ${sizeOf(MAX_PAYLOAD_BYTES)}.` },
+      ERRORS.tooManyNamespaces,
+    ],
   })
   attempt(@Param() params: QueueParams, @Body() body: DeliveryAttemptDto): Promise<DeliveryAttemptResponse> {
     return this.deliveries.recordAttempt({ namespace: params.ns, queue: params.queue }, body);

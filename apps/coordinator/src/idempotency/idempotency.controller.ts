@@ -46,6 +46,7 @@ export class IdempotencyController {
         headers: RETRY_AFTER,
         schema: 'InFlightBody',
       },
+      ERRORS.tooManyNamespaces,
       {
         status: 422,
         code: 'fingerprint_mismatch',

@@ -46,6 +46,7 @@ export class LimitsController {
     errors: [
       notFound('No such limit: the namespace has no document for `{limit}`.'),
       { ...ERRORS.validationFailed, description: '`cost` over the limit\u2019s `burst`.' },
+      ERRORS.tooManyNamespaces,
     ],
   })
   async take(

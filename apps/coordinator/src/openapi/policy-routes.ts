@@ -59,7 +59,12 @@ export function policyRoutes(kind: PolicyKindDoc): Record<'read' | 'put' | 'remo
       (kind.rules ? ` Rules across fields are checked on the document as it will apply: ${kind.rules}.` : ''),
     headers: [IF_MATCH, IF_NONE_MATCH],
     responses: [{ status: 200, description: 'The stored document; `ETag` is its new version.', ...document }],
-    errors: [BAD_PRECONDITION, PRECONDITION_FAILED, ...(kind.newDependency ? [tooManyDependencies()] : [])],
+    errors: [
+      BAD_PRECONDITION,
+      PRECONDITION_FAILED,
+      ...(kind.newDependency ? [tooManyDependencies()] : []),
+      ERRORS.tooManyNamespaces,
+    ],
   };
   return {
     read: AdminRoute({

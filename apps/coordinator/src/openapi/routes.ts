@@ -126,6 +126,21 @@ export const ERRORS = {
       'SDKs then decide with their local fallback.',
     headers: RETRY_AFTER,
   },
+  overloaded: {
+    status: 503,
+    code: 'overloaded',
+    description:
+      'This instance is past its capacity (`SLUICE_MAX_EVENT_LOOP_DELAY_MS`, `SLUICE_MAX_IN_FLIGHT`) and shed the ' +
+      'request before doing any work: nothing was changed. Ask another instance, or this one after `Retry-After`.',
+    headers: RETRY_AFTER,
+  },
+  tooManyNamespaces: {
+    status: 422,
+    code: 'too_many_namespaces',
+    description:
+      'The namespace would be new and the deployment already holds `SLUICE_MAX_NAMESPACES` (default 1000) ' +
+      'namespaces with state; one unused for a day frees its place. `details` names `ns`.',
+  },
 } satisfies Record<string, ErrorDoc>;
 
 export const notFound = (description: string): ErrorDoc => ({ status: 404, code: 'not_found', description });
@@ -168,9 +183,13 @@ function route(kind: Kind, doc: RouteDoc): MethodDecorator {
       if (args.body) errors.push(ERRORS.bodyTooLarge, ERRORS.notJson);
     }
     errors.push(...(doc.errors ?? []));
+    // A route that may register a dependency may register its namespace too.
+    const codes = new Set(errors.map((error) => error.code));
+    if (codes.has('too_many_dependencies') && !codes.has('too_many_namespaces')) errors.push(ERRORS.tooManyNamespaces);
     if (kind !== 'public' && doc.store !== false && !errors.some((error) => error.status === 503)) {
       errors.push(kind === 'decision' ? ERRORS.decisionStoreUnavailable : ERRORS.storeUnavailable);
     }
+    if (kind === 'client' || kind === 'decision') errors.push(ERRORS.overloaded);
     const description =
       kind === 'decision' ? [doc.description, DECISION_NOTE].filter(Boolean).join('\n\n') : doc.description;
     const decorators: Array<MethodDecorator | ClassDecorator> = [
