@@ -27,6 +27,8 @@ const SWEEP_INTERVAL_MS = 10 * 60_000;
 export class DependencyRegistry implements OnModuleDestroy {
   /** By `namespace/dependency`, oldest use first: when its registration is due for renewal. */
   private readonly renewAt = new Map<string, number>();
+  /** Registrations in flight, shared by everyone asking for the same dependency meanwhile. */
+  private readonly registering = new Map<string, Promise<boolean>>();
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(
@@ -38,18 +40,29 @@ export class DependencyRegistry implements OnModuleDestroy {
     this.sweeper.unref();
   }
 
-  /** Throws too_many_dependencies (naming `field`) when the namespace is full. */
+  /**
+   * Throws too_many_dependencies (naming `field`) when the namespace is full. Simultaneous first
+   * asks for one dependency (every caller at once, when it fails) share one store call.
+   */
   async admit(namespace: string, dependency: string, field = 'dep'): Promise<void> {
     const cacheKey = `${namespace}/${dependency}`;
     const now = Date.now();
     if ((this.renewAt.get(cacheKey) ?? 0) > now) return;
-    const cap = this.config.maxDependenciesPerNamespace;
+    let registration = this.registering.get(cacheKey);
+    if (!registration) {
+      registration = this.register(namespace, dependency, now).finally(() => this.registering.delete(cacheKey));
+      this.registering.set(cacheKey, registration);
+    }
+    if (!(await registration)) throw tooManyDependencies(field, this.config.maxDependenciesPerNamespace);
+  }
+
+  private async register(namespace: string, dependency: string, now: number): Promise<boolean> {
     const admitted = await this.store.registerDependency(
       { namespace, dependency },
-      { cap, retentionMs: REGISTRY_RETENTION_MS },
+      { cap: this.config.maxDependenciesPerNamespace, retentionMs: REGISTRY_RETENTION_MS },
     );
-    if (!admitted) throw tooManyDependencies(field, cap);
-    this.remember(cacheKey, now + RENEW_AFTER_MS);
+    if (admitted) this.remember(`${namespace}/${dependency}`, now + RENEW_AFTER_MS);
+    return admitted;
   }
 
   /** Notes a dependency the store listed as registered (its renewal falls due at once). */

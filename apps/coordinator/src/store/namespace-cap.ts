@@ -37,13 +37,24 @@ export function capNamespaces(store: Store, cap: number): Store & { rememberedNa
   const renewAt = new Map<string, number>();
   const registration = { cap: cap > 0 ? cap : Number.MAX_SAFE_INTEGER, retentionMs: NAMESPACE_RETENTION_MS };
 
-  const register = async (namespace: string): Promise<void> => {
-    const now = Date.now();
-    if ((renewAt.get(namespace) ?? 0) > now) return;
-    if (!(await store.registerNamespace(namespace, registration))) throw tooManyNamespaces(cap);
+  const inFlight = new Map<string, Promise<boolean>>();
+  const registerNow = async (namespace: string, now: number): Promise<boolean> => {
+    if (!(await store.registerNamespace(namespace, registration))) return false;
     renewAt.delete(namespace);
     renewAt.set(namespace, now + RENEW_AFTER_MS);
     while (renewAt.size > MAX_REMEMBERED) renewAt.delete(renewAt.keys().next().value as string);
+    return true;
+  };
+  // Simultaneous first uses of one namespace share one store call.
+  const register = async (namespace: string): Promise<void> => {
+    const now = Date.now();
+    if ((renewAt.get(namespace) ?? 0) > now) return;
+    let pending = inFlight.get(namespace);
+    if (!pending) {
+      pending = registerNow(namespace, now).finally(() => inFlight.delete(namespace));
+      inFlight.set(namespace, pending);
+    }
+    if (!(await pending)) throw tooManyNamespaces(cap);
   };
 
   const capped = Object.create(store) as Store & { rememberedNamespaces(): number };
