@@ -1,3 +1,5 @@
+import calculateSlot from 'cluster-key-slot';
+import { Cluster } from 'ioredis';
 import { LATENCY_BOUNDS_MS, type BreakerRecord, type BreakerTransition } from '@sluice/core';
 import {
   DEFAULT_DEPENDENCY_POLICY,
@@ -54,7 +56,7 @@ import type {
 } from '../store';
 import type { RedisClient } from './connection';
 import { RedisEventSubscriber } from './event-subscriber';
-import { withReplyDeadline } from './reply-deadline';
+import { ReplyDeadline } from './reply-deadline';
 import { SCRIPTS, loadScript, type ScriptName } from './scripts';
 
 type ScriptArgument = string | number;
@@ -125,9 +127,11 @@ export class RedisStore implements Store {
   readonly kind = 'redis';
   private readonly keys: SluiceKeys;
   private readonly events?: RedisEventSubscriber;
+  private readonly deadline: ReplyDeadline;
 
   constructor(private readonly options: RedisStoreOptions) {
     this.keys = options.keys ?? new SluiceKeys();
+    this.deadline = new ReplyDeadline(options.timeoutMs);
     this.events = options.subscriber ? new RedisEventSubscriber(options.subscriber) : undefined;
     for (const [name, { numberOfKeys }] of Object.entries(SCRIPTS)) {
       options.client.defineCommand(name, { lua: loadScript(name as ScriptName), numberOfKeys });
@@ -581,12 +585,18 @@ export class RedisStore implements Store {
 
   private run<T = Reply>(script: ScriptName, ...args: ScriptArgument[]): Promise<T> {
     const command = (this.options.client as unknown as Record<ScriptName, ScriptCommand>)[script];
-    return this.guard(command.apply(this.options.client, args) as Promise<T>);
+    return this.guard(command.apply(this.options.client, args) as Promise<T>, String(args[0]));
   }
 
   /** Bounds one operation by the store timeout and turns any failure into StoreUnavailableError. */
-  private guard<T>(operation: Promise<T>): Promise<T> {
-    return withReplyDeadline(operation, this.options.timeoutMs);
+  private guard<T>(operation: Promise<T>, firstKey?: string): Promise<T> {
+    return this.deadline.guard(operation, firstKey === undefined ? '' : this.connectionOf(firstKey));
+  }
+
+  /** The connection a key's commands travel on: the server, or the Cluster node owning its slot. */
+  private connectionOf(key: string): string {
+    const { client } = this.options;
+    return client instanceof Cluster ? (client.slots[calculateSlot(key)]?.[0] ?? '') : '';
   }
 }
 

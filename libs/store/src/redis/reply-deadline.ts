@@ -5,45 +5,80 @@ import { StoreUnavailableError } from '../errors';
  *
  * A plain `setTimeout` raced against the reply fails calls whose reply is already in the socket:
  * Node runs expired timers before it reads sockets, so any event-loop stall at least as long as
- * the timeout (a burst of requests, a GC pause) fails every call outstanding across it. Here the
- * timer only starts the check: it waits for the loop to read what has arrived (two turns of the
- * poll phase, so a poll that could not take every ready socket at once gets a second go), and
- * fails the call only if its reply is still missing then.
+ * the timeout (a burst of requests, a GC pause) fails every call outstanding across it. And a
+ * burst queues more work on Redis than it can finish within the timeout, although Redis never
+ * stops answering.
+ *
+ * So a call fails only when its connection (its `lane`: the server, or the Cluster node that owns
+ * the call's slot) has delivered no reply for `timeoutMs` since the call was written. A call is
+ * written when the event loop next reaches its check phase (ioredis flushes its automatic
+ * pipeline there, and a long turn of the loop may have issued many calls before that), so the
+ * clock starts at that point, not when the call was issued. Silence is checked
+ * only after the event loop has read what arrived (two turns of the poll phase, so a poll that
+ * could not take every ready socket at once gets a second go). Replies on one connection come in
+ * order, so a connection that keeps answering is still working towards this call; a stopped or
+ * stuck Redis answers nothing and fails every call on it within `timeoutMs`. No call waits more
+ * than `maxWaitMs` in all.
  *
  * @example
- * const reply = await withReplyDeadline(client.ping(), 50);
+ * const deadline = new ReplyDeadline(50);
+ * const reply = await deadline.guard(client.ping());
  */
-export function withReplyDeadline<T>(operation: Promise<T>, timeoutMs: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    let settled = false;
-    const timer = setTimeout(
-      () =>
-        afterPendingReads(() => {
+export class ReplyDeadline {
+  /** When each lane last delivered a reply (performance.now()). */
+  private readonly lastReplyAt = new Map<string, number>();
+
+  constructor(
+    readonly timeoutMs: number,
+    readonly maxWaitMs = timeoutMs * 20,
+  ) {}
+
+  guard<T>(operation: Promise<T>, lane = ''): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      let writtenAt = performance.now();
+      let timer: NodeJS.Timeout | undefined;
+      const arm = (ms: number) => (timer = setTimeout(() => afterPendingReads(check), ms));
+      const check = () => {
+        if (settled) return;
+        const now = performance.now();
+        const silentFor = now - Math.max(writtenAt, this.lastReplyAt.get(lane) ?? 0);
+        if (silentFor < this.timeoutMs && now - writtenAt < this.maxWaitMs) {
+          arm(this.timeoutMs - silentFor);
+          return;
+        }
+        settled = true;
+        reject(new StoreUnavailableError(`Redis did not answer within ${this.timeoutMs} ms`));
+      };
+      // Queued after ioredis's own flush of the pipeline this call joined.
+      setImmediate(() => {
+        if (settled) return;
+        writtenAt = performance.now();
+        arm(this.timeoutMs);
+      });
+      operation.then(
+        (value) => {
+          this.lastReplyAt.set(lane, performance.now());
           if (settled) return;
           settled = true;
-          reject(new StoreUnavailableError(`Redis did not answer within ${timeoutMs} ms`));
-        }),
-      timeoutMs,
-    );
-    operation.then(
-      (value) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        reject(
-          error instanceof StoreUnavailableError
-            ? error
-            : new StoreUnavailableError(`Redis failed: ${(error as Error).message}`, { cause: error }),
-        );
-      },
-    );
-  });
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          // An error reply is a reply too: the connection is answering.
+          if ((error as Error)?.name === 'ReplyError') this.lastReplyAt.set(lane, performance.now());
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          reject(
+            error instanceof StoreUnavailableError
+              ? error
+              : new StoreUnavailableError(`Redis failed: ${(error as Error).message}`, { cause: error }),
+          );
+        },
+      );
+    });
+  }
 }
 
 /** Runs `check` after the event loop has polled its sockets twice more. */
