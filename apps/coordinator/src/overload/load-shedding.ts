@@ -35,10 +35,17 @@ export async function registerLoadShedding(
   };
   let inFlight = 0;
   const release = () => metrics.requestsInFlight.set(--inFlight);
+  // The first samples cover the boot itself (modules loading, the app initialising): the delay
+  // counts from the first whole sample after the app is ready.
+  let delayCountsFrom = Infinity;
+  fastify.addHook('onReady', async () => {
+    delayCountsFrom = performance.now() + 2 * SAMPLE_INTERVAL_MS;
+  });
 
   fastify.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     if (!request.url.startsWith('/v1/')) return done();
-    const reason = shedReason(fastify.memoryUsage().eventLoopDelay, inFlight, config);
+    const delay = performance.now() >= delayCountsFrom ? fastify.memoryUsage().eventLoopDelay : 0;
+    const reason = shedReason(delay, inFlight, config);
     if (reason) {
       metrics.overloadRejections.inc({ reason });
       const error = overloaded(reason === 'in_flight' ? `${inFlight} requests in progress` : 'event loop delayed');
