@@ -6,7 +6,8 @@ import {
   type RetryRequest,
 } from '@sluice/protocol';
 import { runWithContext } from './context/request-context';
-import { Dependency, type AttemptContext } from './dependency';
+import { Dependency } from './dependency';
+import type { AttemptContext } from './execute-options';
 import type { GiveUpEvent, RetryEvent } from './policy-events';
 import { HttpStatusError, isAttemptTimeoutError, isLimitedError, type GiveUpError } from './errors';
 import { EventEmitter } from './events';

@@ -15,50 +15,12 @@ import type { EventEmitter } from './events';
 import type { FleetDependency } from './fleet/fleet-dependency';
 import type { LeaseHold } from './fleet/leases';
 import { positiveInteger, type AutoTimeoutBounds, type HedgeOptions, type ResolvedDependencyOptions } from './options';
+import { sleep } from './abortable-sleep';
+import type { AttemptContext, ExecuteOptions } from './execute-options';
 import { fetchThrough, type SluiceFetchInit } from './fetch';
 import { PolicyEvents, type GiveUpEvent, type RetryEvent } from './policy-events';
 import type { AdmitVerdict, SluiceRuntime } from './runtime';
 import type { Expiring } from './timeout-watch';
-
-/**
- * What one attempt of a call gets: its number, a signal that aborts at its timeout, at the deadline,
- * when the caller aborts or when it loses a hedge, what is left of the deadline, and the headers to
- * forward (`sluice-deadline-ms`, `sluice-attempt`, `Idempotency-Key`).
- * @example
- * await payments.execute(({ signal, headers }) => fetch(url, { signal, headers }));
- */
-export interface AttemptContext {
-  /** 1 for the first attempt. */
-  readonly attempt: number;
-  readonly signal: AbortSignal;
-  /** What this attempt may take, in ms: the smaller of its timeout and the rest of the deadline. */
-  readonly deadlineMs: number;
-  /** Headers to send with this attempt. */
-  readonly headers: Record<string, string>;
-  /** True for a hedged (second, concurrent) attempt. */
-  readonly hedge: boolean;
-}
-
-/**
- * Per-call options of {@link Dependency.execute}.
- * @example
- * await payments.execute(fn, { signal, idempotencyKey: order.id, deadlineMs: 1500 });
- */
-export interface ExecuteOptions {
-  /** Aborts the call (every attempt and any backoff); execute rejects with the signal's reason. */
-  signal?: AbortSignal;
-  /** The operation is idempotent (default: the dependency's `idempotent` option). */
-  idempotent?: boolean;
-  /** An idempotency key: a non-idempotent call with a key may be retried on timeouts, connection errors, 408, 429 and 503. */
-  idempotencyKey?: string;
-  /** This call's deadline in ms (default: the dependency's `deadlineMs`), never past the request's own. */
-  deadlineMs?: number;
-  /**
-   * What each attempt costs against the dependency's rate limit (default 1): an integer, at most the
-   * limit's burst. Ignored by dependencies without a rate limit.
-   */
-  cost?: number;
-}
 
 const NO_OPTIONS: ExecuteOptions = {};
 const LOCAL_PROBE = Symbol('local probe');
@@ -711,24 +673,4 @@ function retryRequest(launched: number, remainingMs: number, failure: Failure) {
     ...(failure.status !== undefined ? { status: failure.status } : { error: failure.error ?? 'other' }),
     ...(failure.retryAfterMs ? { retryAfterMs: Math.min(Math.ceil(failure.retryAfterMs), 86_400_000) } : {}),
   };
-}
-
-/** Waits `ms`, or rejects with the signal's reason when it aborts first. */
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  if (ms <= 0 && !signal) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

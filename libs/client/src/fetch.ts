@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { NO_RETRY_HEADER } from './context/request-context';
-import type { AttemptContext, ExecuteOptions } from './dependency';
+import type { AttemptContext, ExecuteOptions } from './execute-options';
 import { HttpStatusError } from './errors';
 import { readBody, send, type Agents } from './transport/http';
 

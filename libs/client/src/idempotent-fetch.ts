@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { IDEMPOTENCY_KEY_HEADER } from '@sluice/protocol';
+import { sleep } from './abortable-sleep';
 
 export interface IdempotentFetchOptions {
   /** The key to send; a new random one when omitted (and none is in the headers). */
@@ -47,22 +48,6 @@ export async function idempotentFetch(
     const told = body.retryAfterMs ?? (Number.isFinite(retryAfter) ? retryAfter * 1000 : 100);
     const waitMs = Math.min(Math.max(told, 0), options.maxWaitMs ?? 5000);
     options.onInFlight?.(attempt, waitMs);
-    await wait(waitMs, init.signal ?? undefined);
+    await sleep(waitMs, init.signal ?? undefined);
   }
-}
-
-/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
-function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

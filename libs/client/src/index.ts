@@ -36,7 +36,7 @@ export { ATTEMPT_HEADER, DEADLINE_HEADER, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REP
 // The client: retries that ask the fleet, breakers pushed live, deadlines that shrink.
 export { Sluice } from './sluice';
 export { Dependency, autoTimeoutMs, hedgeDelayMs } from './dependency';
-export type { AttemptContext, ExecuteOptions } from './dependency';
+export type { AttemptContext, ExecuteOptions } from './execute-options';
 export { PolicyEvents } from './policy-events';
 export type { GiveUpEvent, RetryEvent } from './policy-events';
 export type {
