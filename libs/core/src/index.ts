@@ -8,3 +8,8 @@ export * from './breaker';
 export * from './gcra';
 export * from './latency-histogram';
 export * from './idempotency';
+export * from './dependency-state';
+export * from './dependency-decisions';
+export * from './deliveries';
+export * from './registry';
+export * from './versioned-documents';

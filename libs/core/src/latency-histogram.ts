@@ -8,6 +8,11 @@ export const LATENCY_BOUNDS_MS: readonly number[] = Object.freeze([
   20000, 30000, 60000,
 ]);
 
+/** Counter names of a latency window, one per fixed bucket (l1 … l29, the overflow last), as in the Lua include. */
+export const LATENCY_FIELDS: readonly string[] = Object.freeze(
+  Array.from({ length: LATENCY_BOUNDS_MS.length + 1 }, (_, i) => `l${i + 1}`),
+);
+
 /**
  * Moves a reporter's histogram onto the fixed bounds: each of its buckets counts in the fixed
  * bucket that holds its upper bound, so a percentile is never underestimated.

@@ -1,0 +1,137 @@
+import type { BudgetView, RetryBudgetPolicy } from '@sluice/protocol';
+import { BreakerMachine, CLOSED_BREAKER, type BreakerRecord, type BreakerTransition } from './breaker';
+import { LATENCY_FIELDS } from './latency-histogram';
+import { retryBudgetLimit } from './retry-budget';
+import { SlidingWindowCounter, epochSecond } from './sliding-window';
+
+/**
+ * Everything kept for one dependency, as plain state the pure decisions (dependency-decisions.ts)
+ * change in place; in Redis, the keys of one hash tag (libs/store keys.ts), changed by the Lua twins.
+ */
+export interface DependencyState {
+  /** First attempts (`requests`) and retries over the budget window. */
+  budget: SlidingWindowCounter<'requests' | 'retries'>;
+  outcomes: SlidingWindowCounter<'successes' | 'failures' | 'slow'>;
+  /** Reporter → last report of a failed or slow call (epoch ms). */
+  reporters: Map<string, number>;
+  /** Reporter → last report of any kind (epoch ms). */
+  activeReporters: Map<string, number>;
+  breaker: BreakerRecord;
+  /** Probe token → lease expiry (epoch ms). */
+  probes: Map<string, number>;
+  /** The rate limit's theoretical arrival time (epoch ms). */
+  rateTat: number | null;
+  /** Concurrency lease id → expiry (epoch ms). */
+  leases: Map<string, number>;
+  /** Latency counts on the fixed bounds (LATENCY_FIELDS). */
+  latency: SlidingWindowCounter<string>;
+}
+
+/** A breaker after an operation, with the transitions that operation made (at most one call makes each). */
+export interface BreakerSnapshot {
+  record: BreakerRecord;
+  transitions: BreakerTransition[];
+}
+
+export interface OutcomeTotals {
+  successes: number;
+  failures: number;
+  slow: number;
+}
+
+/** What reading a dependency asks for: its budget, and the window of its outcome totals and latency. */
+export interface DependencyReadPolicy {
+  budget: RetryBudgetPolicy;
+  outcomeWindowSeconds: number;
+}
+
+export interface DependencySnapshot {
+  budget: BudgetView;
+  outcomes: OutcomeTotals;
+  /** Latency counts on the fixed bounds over the outcome window. */
+  latency: number[];
+  breaker: BreakerSnapshot;
+}
+
+/** An operator's trip, force-close or reset. */
+export type BreakerAction =
+  | { action: 'trip'; reason: string; durationMs?: number }
+  | { action: 'force_close'; reason: string; durationMs?: number }
+  | { action: 'reset'; reason?: string };
+
+export function createDependencyState(): DependencyState {
+  return {
+    budget: new SlidingWindowCounter(['requests', 'retries']),
+    outcomes: new SlidingWindowCounter(['successes', 'failures', 'slow']),
+    reporters: new Map(),
+    activeReporters: new Map(),
+    breaker: { ...CLOSED_BREAKER },
+    probes: new Map(),
+    rateTat: null,
+    leases: new Map(),
+    latency: new SlidingWindowCounter(LATENCY_FIELDS),
+  };
+}
+
+/** The breaker with its time-based transitions made and kept (breakerNow() in the Lua include). */
+export function settleBreaker(state: DependencyState, now: number): BreakerMachine {
+  const machine = new BreakerMachine(state.breaker).settle(now);
+  commitBreaker(state, machine);
+  return machine;
+}
+
+/** Keeps the machine's record; probe leases go once the breaker is no longer half-open. */
+export function commitBreaker(state: DependencyState, machine: BreakerMachine): BreakerSnapshot {
+  state.breaker = machine.record;
+  if (state.breaker.state !== 'half_open') state.probes.clear();
+  return breakerSnapshot(machine);
+}
+
+export function breakerSnapshot(machine: BreakerMachine): BreakerSnapshot {
+  return { record: { ...machine.record }, transitions: [...machine.transitions] };
+}
+
+/** A fresh breaker window: outcomes, failing reporters and probe leases go (latency stays). */
+export function clearBreakerWindow(state: DependencyState): void {
+  state.outcomes.clear();
+  state.reporters.clear();
+  state.probes.clear();
+}
+
+/**
+ * An operator's action (twin of set_breaker-4.lua): each clears the window and the probe leases.
+ * A re-entry (a second trip) makes no transition; the store announces the state all the same.
+ */
+export function applyBreakerAction(state: DependencyState, action: BreakerAction, now: number): BreakerSnapshot {
+  const machine = new BreakerMachine(state.breaker).settle(now);
+  if (action.action === 'trip') machine.trip(now, action.reason, action.durationMs);
+  else if (action.action === 'force_close') machine.forceClose(now, action.reason, action.durationMs);
+  else machine.reset(now);
+  clearBreakerWindow(state);
+  return commitBreaker(state, machine);
+}
+
+/** A dependency's budget, outcome totals, latency and breaker (twin of read_dependency-4.lua); unknown: empty. */
+export function readDependencyState(
+  state: DependencyState | undefined,
+  policy: DependencyReadPolicy,
+  now: number,
+): DependencySnapshot {
+  const second = epochSecond(now);
+  const { windowSeconds } = policy.budget;
+  const machine = state ? settleBreaker(state, now) : new BreakerMachine({ ...CLOSED_BREAKER });
+  const { requests, retries } = state?.budget.sum(second, windowSeconds) ?? { requests: 0, retries: 0 };
+  const outcomes = state?.outcomes.sum(second, policy.outcomeWindowSeconds) ?? { successes: 0, failures: 0, slow: 0 };
+  const latency = state?.latency.sum(second, policy.outcomeWindowSeconds);
+  return {
+    budget: { retries, requests, limit: retryBudgetLimit(policy.budget, requests), windowSeconds },
+    outcomes,
+    latency: LATENCY_FIELDS.map((field) => latency?.[field] ?? 0),
+    breaker: breakerSnapshot(machine),
+  };
+}
+
+/** Drops the entries whose time (an expiry, or a last sighting moved by the window) is at or before `cutoff`. */
+export function pruneExpired(entries: Map<string, number>, cutoff: number): void {
+  for (const [key, at] of entries) if (at <= cutoff) entries.delete(key);
+}
