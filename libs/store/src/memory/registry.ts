@@ -1,0 +1,47 @@
+import { forgetUnusedNames, registerName, registeredNames } from '@sluice/core';
+import type { RegistryStore } from '../roles/registry';
+import type { MemoryContext } from './context';
+
+/** The capped registries in memory: registry key → name → last use (epoch ms). */
+export function memoryRegistry(context: MemoryContext): RegistryStore {
+  const { keys } = context;
+  const registries = new Map<string, Map<string, number>>();
+  /** A registry without the names unused for the retention; `forget` drops what they held. */
+  const registry = (key: string, retentionMs: number, forget?: (name: string) => void) => {
+    let names = registries.get(key);
+    if (!names) {
+      names = new Map();
+      registries.set(key, names);
+    }
+    for (const name of forgetUnusedNames(names, retentionMs, context.now())) forget?.(name);
+    return names;
+  };
+  /** A namespace's dependencies; a forgotten dependency's state goes too. */
+  const dependencies = (namespace: string, retentionMs: number) =>
+    registry(keys.namespace(namespace).dependencies, retentionMs, (dependency) =>
+      context.dependencies.delete(keys.dependency(namespace, dependency).breaker),
+    );
+  return {
+    async registerDependency(ref, registration) {
+      const names = dependencies(ref.namespace, registration.retentionMs);
+      const registered = registerName(names, ref.dependency, registration.cap, context.now());
+      if (registered === 'new') {
+        context.channels.publish(keys.namespace(ref.namespace).events, { type: 'dependency', dep: ref.dependency });
+      }
+      return registered !== 'refused';
+    },
+
+    async listDependencies(namespace, retentionMs) {
+      return registeredNames(dependencies(namespace, retentionMs));
+    },
+
+    async registerNamespace(namespace, registration) {
+      const names = registry(keys.namespaces(), registration.retentionMs);
+      return registerName(names, namespace, registration.cap, context.now()) !== 'refused';
+    },
+
+    async listNamespaces(retentionMs) {
+      return registeredNames(registry(keys.namespaces(), retentionMs));
+    },
+  };
+}
