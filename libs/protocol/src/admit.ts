@@ -18,8 +18,25 @@ export interface AdmitDecision {
   retryAfterMs: number;
   breaker: BreakerSummary;
   /** Present when this call is the half-open probe: report its outcome with this token. */
-  probe?: { token: string; expiresAt: number };
+  probe?: ProbeGrant;
   /** Present when the policy has a concurrency limit. */
-  lease?: { id: string; expiresAt: number };
+  lease?: LeaseGrant;
   shadow: boolean;
+}
+
+/** The half-open breaker's probe, handed to one caller. */
+export interface ProbeGrant {
+  token: string;
+  expiresAt: number;
+}
+
+/** A place under a concurrency limit: release it (DELETE …/leases/{id}) when the call ends. */
+export interface LeaseGrant {
+  id: string;
+  expiresAt: number;
+}
+
+/** POST /v1/{ns}/deps/{dep}/leases/{id}/renew */
+export interface LeaseRenewal {
+  expiresAt: number;
 }

@@ -1,6 +1,7 @@
 /** Idempotency keys: /v1/{ns}/idempotency/{key} (API.md §Idempotency keys). */
 
-export type BodyEncoding = 'utf8' | 'base64';
+export const BODY_ENCODINGS = ['utf8', 'base64'] as const;
+export type BodyEncoding = (typeof BODY_ENCODINGS)[number];
 
 /** A response as stored and replayed: status, headers and body, byte for byte. */
 export interface StoredResponse {
@@ -55,7 +56,8 @@ export interface IdempotencyCompleteRequest {
   response: StoredResponse;
 }
 
-export type IdempotencyState = 'in_flight' | 'completed';
+export const IDEMPOTENCY_STATES = ['in_flight', 'completed'] as const;
+export type IdempotencyState = (typeof IDEMPOTENCY_STATES)[number];
 
 /** GET /v1/{ns}/idempotency/{key} */
 export interface IdempotencyKeyView {

@@ -8,3 +8,7 @@ export * from './admit';
 export * from './limits';
 export * from './idempotency';
 export * from './deliveries';
+export * from './admin';
+export * from './events';
+export * from './health';
+export * from './bounds';

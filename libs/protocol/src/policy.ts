@@ -1,7 +1,11 @@
 /** Policy documents as stored and served by the admin API (API.md §Policy document). */
 
-export type PolicyMode = 'enforce' | 'shadow';
-export type JitterKind = 'full' | 'decorrelated' | 'none';
+import { MAX_IDEMPOTENCY_RETENTION_SECONDS } from './bounds';
+
+export const POLICY_MODES = ['enforce', 'shadow'] as const;
+export type PolicyMode = (typeof POLICY_MODES)[number];
+export const JITTER_KINDS = ['full', 'decorrelated', 'none'] as const;
+export type JitterKind = (typeof JITTER_KINDS)[number];
 
 export interface RetryBudgetPolicy {
   ratio: number;
@@ -137,5 +141,5 @@ export interface IdempotencyPolicy {
 
 export const DEFAULT_IDEMPOTENCY_POLICY: Readonly<IdempotencyPolicy> = Object.freeze({
   retentionSeconds: 86_400,
-  maxRetentionSeconds: 604_800,
+  maxRetentionSeconds: MAX_IDEMPOTENCY_RETENTION_SECONDS,
 });

@@ -1,6 +1,8 @@
 /** POST /v1/{ns}/deps/{dep}/retry */
 
-export type FailureKind = 'timeout' | 'connection' | 'other';
+/** What failed, when the attempt got no status. */
+export const FAILURE_KINDS = ['timeout', 'connection', 'other'] as const;
+export type FailureKind = (typeof FAILURE_KINDS)[number];
 
 export interface RetryRequest {
   /** Which retry this is: 1 is the first retry. */
@@ -32,7 +34,8 @@ export interface BudgetView {
   windowSeconds: number;
 }
 
-export type BreakerState = 'closed' | 'open' | 'half_open' | 'forced_open' | 'forced_closed';
+export const BREAKER_STATES = ['closed', 'open', 'half_open', 'forced_open', 'forced_closed'] as const;
+export type BreakerState = (typeof BREAKER_STATES)[number];
 
 export interface BreakerSummary {
   state: BreakerState;

@@ -1,28 +1,32 @@
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min, MinLength } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
-
-const THIRTY_DAYS = 30 * 24 * 60 * 60;
+import {
+  MAX_FORCED_SECONDS,
+  MAX_REASON_LENGTH,
+  type ForceBreakerRequest,
+  type ResetBreakerRequest,
+} from '@sluice/protocol';
 
 /** A trip or force-close: the reason is required, the duration optional (until reset). */
-export class ForceBreakerDto {
+export class ForceBreakerDto implements ForceBreakerRequest {
   @IsString()
   @MinLength(1)
-  @MaxLength(500)
+  @MaxLength(MAX_REASON_LENGTH)
   @JSONSchema({ description: 'Why, for the audit log and the breaker list.' })
   reason!: string;
 
   @IsOptional()
   @IsInt()
   @Min(1)
-  @Max(THIRTY_DAYS)
+  @Max(MAX_FORCED_SECONDS)
   @JSONSchema({ description: 'How long the forced state lasts; absent: until reset.' })
   durationSeconds?: number;
 }
 
-export class ResetBreakerDto {
+export class ResetBreakerDto implements ResetBreakerRequest {
   @IsOptional()
   @IsString()
-  @MaxLength(500)
+  @MaxLength(MAX_REASON_LENGTH)
   @JSONSchema({ description: 'Why, for the audit log.' })
   reason?: string;
 }

@@ -1,5 +1,6 @@
 import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
+import type { BreakerItem, BreakerList, BudgetList } from '@sluice/protocol';
 import { AdminOnly } from '../auth/access.decorators';
 import { Actor } from '../auth/actor.decorator';
 import type { Principal } from '../auth/token-registry';
@@ -7,7 +8,7 @@ import { DependencyParams, NamespaceParams } from '../common/params.dto';
 import { AdminRoute, tooManyDependencies } from '../openapi/routes';
 import { TAGS } from '../openapi/tags';
 import { ForceBreakerDto, ResetBreakerDto } from './breaker-action.dto';
-import { BreakersAdminService, type BreakerItem, type BudgetItem } from './breakers-admin.service';
+import { BreakersAdminService } from './breakers-admin.service';
 
 const FORCED =
   'Fleet-wide, at once: every instance answers with the forced state until a reset, or until ' +
@@ -26,7 +27,7 @@ export class BreakersAdminController {
     description: 'Every dependency the namespace holds, with its breaker state and, when forced, the reason.',
     responses: [{ status: 200, description: 'The breakers.', schema: 'BreakerList' }],
   })
-  async breakers(@Param() params: NamespaceParams): Promise<{ items: BreakerItem[] }> {
+  async breakers(@Param() params: NamespaceParams): Promise<BreakerList> {
     return { items: await this.admin.breakers(params.ns) };
   }
 
@@ -36,7 +37,7 @@ export class BreakersAdminController {
     summary: 'List the namespace\u2019s retry budgets',
     responses: [{ status: 200, description: 'The budgets.', schema: 'BudgetList' }],
   })
-  async budgets(@Param() params: NamespaceParams): Promise<{ items: BudgetItem[] }> {
+  async budgets(@Param() params: NamespaceParams): Promise<BudgetList> {
     return { items: await this.admin.budgets(params.ns) };
   }
 

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { BreakerState } from '@sluice/protocol';
+import type { BreakerItem, BudgetItem } from '@sluice/protocol';
 import type { BreakerAction, BreakerSnapshot, DependencyRef, Store } from '@sluice/store';
 import { AuditService } from '../audit/audit.service';
 import type { Principal } from '../auth/token-registry';
@@ -8,22 +8,6 @@ import { DependencyRegistry } from '../dependencies/dependency-registry.service'
 import { readPolicyOf } from '../dependencies/read-policy';
 import { PolicyService } from '../policies/policy.service';
 import { STORE } from '../store/store.provider';
-
-export interface BreakerItem {
-  dependency: string;
-  state: BreakerState;
-  since: number | null;
-  openUntil: number | null;
-  reason: string | null;
-}
-
-export interface BudgetItem {
-  dependency: string;
-  retries: number;
-  requests: number;
-  limit: number;
-  exhausted: boolean;
-}
 
 /** Dependencies read at once by the admin lists. */
 const READ_BATCH = 100;

@@ -3,8 +3,8 @@ import { ApiTags } from '@nestjs/swagger';
 import { IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
 import { Type } from 'class-transformer';
 import { JSONSchema } from 'class-validator-jsonschema';
-import { RESOURCE_NAME_PATTERN } from '@sluice/protocol';
-import { AUDIT_ENTRIES_KEPT, type AuditEntry } from '@sluice/store';
+import { RESOURCE_NAME_PATTERN, type AuditLog } from '@sluice/protocol';
+import { AUDIT_ENTRIES_KEPT } from '@sluice/store';
 import { AdminOnly } from '../auth/access.decorators';
 import { Actor } from '../auth/actor.decorator';
 import type { Principal } from '../auth/token-registry';
@@ -44,7 +44,7 @@ export class AuditController {
       'without it, the token must cover every namespace (`*`), else 403.',
     responses: [{ status: 200, description: 'The entries.', schema: 'AuditLog' }],
   })
-  async read(@Query() query: AuditQuery, @Actor() actor: Principal): Promise<{ items: AuditEntry[] }> {
+  async read(@Query() query: AuditQuery, @Actor() actor: Principal): Promise<AuditLog> {
     return { items: await this.audit.readAs(actor, { namespace: query.ns, limit: query.limit ?? 100 }) };
   }
 }

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { AuditEntry, Store } from '@sluice/store';
+import type { AuditEntry } from '@sluice/protocol';
+import type { Store } from '@sluice/store';
 import type { Principal } from '../auth/token-registry';
 import { ApiError } from '../common/api-error';
 import { MetricsService } from '../metrics/metrics.service';
@@ -36,10 +37,18 @@ export class AuditService {
    * The log as `principal` may see it: one of its namespaces (the guard checked `namespace`), or
    * every namespace only for a token that covers them all.
    */
-  readAs(principal: Principal, query: { namespace?: string; limit: number }): Promise<AuditEntry[]> {
+  async readAs(principal: Principal, query: { namespace?: string; limit: number }): Promise<AuditEntry[]> {
     if (query.namespace === undefined && !principal.namespaces.includes('*')) {
       throw new ApiError(403, 'forbidden', 'this token may read the audit log of its own namespaces only: pass ?ns=');
     }
-    return this.store.readAudit(query);
+    const entries = await this.store.readAudit(query);
+    return entries.map(({ actor, action, namespace, target, reason, at }) => ({
+      actor,
+      action,
+      namespace,
+      target,
+      reason,
+      at,
+    }));
   }
 }

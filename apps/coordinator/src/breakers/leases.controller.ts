@@ -2,13 +2,14 @@ import { Controller, Delete, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { Matches } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
+import { LEASE_ID_PATTERN, type LeaseRenewal } from '@sluice/protocol';
 import { DependencyParams } from '../common/params.dto';
 import { ClientRoute, notFound } from '../openapi/routes';
 import { TAGS } from '../openapi/tags';
 import { LeasesService } from './leases.service';
 
 export class LeaseParams extends DependencyParams {
-  @Matches(/^[A-Za-z0-9-]{1,64}$/, { message: 'must be a lease id from admit' })
+  @Matches(LEASE_ID_PATTERN, { message: 'must be a lease id from admit' })
   @JSONSchema({ description: 'A lease id from POST …/admit (`lease.id`, a UUID).' })
   id!: string;
 }
@@ -46,7 +47,7 @@ export class LeasesController {
     responses: [{ status: 200, description: 'The lease\u2019s new expiry.', schema: 'LeaseRenewal' }],
     errors: [LEASE_NOT_FOUND],
   })
-  renew(@Param() params: LeaseParams): Promise<{ expiresAt: number }> {
+  renew(@Param() params: LeaseParams): Promise<LeaseRenewal> {
     return this.leases.renew({ namespace: params.ns, dependency: params.dep }, params.id);
   }
 }

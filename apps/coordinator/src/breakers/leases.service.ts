@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import type { LeaseRenewal } from '@sluice/protocol';
 import type { DependencyRef, Store } from '@sluice/store';
 import { ApiError } from '../common/api-error';
 import { DependencyRegistry } from '../dependencies/dependency-registry.service';
@@ -26,7 +27,7 @@ export class LeasesService {
     if (!released) throw leaseNotFound();
   }
 
-  async renew(ref: DependencyRef, leaseId: string): Promise<{ expiresAt: number }> {
+  async renew(ref: DependencyRef, leaseId: string): Promise<LeaseRenewal> {
     const { concurrency } = await this.policies.forDependency(ref.namespace, ref.dependency);
     if (!concurrency) throw leaseNotFound();
     const { expiresAt } = await this.store.renewLease(ref, leaseId, concurrency.leaseMs);

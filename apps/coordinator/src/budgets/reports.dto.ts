@@ -17,6 +17,11 @@ import {
 } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 import {
+  MAX_HISTOGRAM_BOUND_MS,
+  MAX_HISTOGRAM_BOUNDS,
+  MAX_REPORT_ENTRIES,
+  MAX_REPORT_PROBES,
+  REQUEST_ID_PATTERN,
   RESOURCE_NAME_PATTERN,
   type DependencyReport,
   type LatencyHistogram,
@@ -25,8 +30,6 @@ import {
 } from '@sluice/protocol';
 
 const MAX_COUNT = 1_000_000_000;
-export const MAX_REPORT_ENTRIES = 100;
-export const MAX_HISTOGRAM_BOUNDS = 64;
 
 export class LatencyHistogramDto implements LatencyHistogram {
   @IsArray()
@@ -34,7 +37,7 @@ export class LatencyHistogramDto implements LatencyHistogram {
   @ArrayMaxSize(MAX_HISTOGRAM_BOUNDS)
   @IsInt({ each: true })
   @Min(1, { each: true })
-  @Max(3_600_000, { each: true })
+  @Max(MAX_HISTOGRAM_BOUND_MS, { each: true })
   @JSONSchema({ description: 'Upper bounds of the buckets, ms, strictly increasing.' })
   boundsMs!: number[];
 
@@ -107,7 +110,7 @@ export class DependencyReportDto implements DependencyReport {
 
   @IsOptional()
   @IsArray()
-  @ArrayMaxSize(100)
+  @ArrayMaxSize(MAX_REPORT_PROBES)
   @ValidateNested({ each: true })
   @Type(() => ProbeOutcomeDto)
   @JSONSchema({ description: 'The outcome of each half-open probe this reporter made.' })
@@ -116,7 +119,7 @@ export class DependencyReportDto implements DependencyReport {
 
 export class ReportRequestDto implements ReportRequest {
   @IsString()
-  @Matches(/^[A-Za-z0-9._:-]{1,128}$/, { message: 'must be 1-128 of A-Z a-z 0-9 . _ : -' })
+  @Matches(REQUEST_ID_PATTERN, { message: 'must be 1-128 of A-Z a-z 0-9 . _ : -' })
   @JSONSchema({
     description: 'Who reports: one client instance (e.g. a pod name). Breakers count distinct reporters.',
   })

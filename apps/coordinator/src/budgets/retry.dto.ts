@@ -1,12 +1,19 @@
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
-import { REQUEST_ID_PATTERN, type FailureKind, type RetryRequest } from '@sluice/protocol';
+import {
+  FAILURE_KINDS,
+  MAX_DURATION_MS,
+  MAX_RETRY_ATTEMPT,
+  REQUEST_ID_PATTERN,
+  type FailureKind,
+  type RetryRequest,
+} from '@sluice/protocol';
 
 export class RetryRequestDto implements RetryRequest {
   /** Which retry this is: 1 is the first retry. */
   @IsInt()
   @Min(1)
-  @Max(100)
+  @Max(MAX_RETRY_ATTEMPT)
   @JSONSchema({ description: 'Which retry this is: 1 is the first retry (the second attempt).' })
   attempt!: number;
 
@@ -18,7 +25,7 @@ export class RetryRequestDto implements RetryRequest {
   @IsOptional()
   @IsInt()
   @Min(0)
-  @Max(86_400_000)
+  @Max(MAX_DURATION_MS)
   @JSONSchema({ description: 'The caller\u2019s remaining deadline, ms.' })
   deadlineMs?: number;
 
@@ -30,14 +37,14 @@ export class RetryRequestDto implements RetryRequest {
   status?: number;
 
   @IsOptional()
-  @IsIn(['timeout', 'connection', 'other'])
+  @IsIn(FAILURE_KINDS)
   @JSONSchema({ description: 'What failed, when there was no status.' })
   error?: FailureKind;
 
   @IsOptional()
   @IsInt()
   @Min(0)
-  @Max(86_400_000)
+  @Max(MAX_DURATION_MS)
   @JSONSchema({ description: 'The dependency\u2019s `Retry-After`, in ms: the delay is never shorter.' })
   retryAfterMs?: number;
 

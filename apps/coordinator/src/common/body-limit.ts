@@ -1,2 +1,2 @@
-/** Largest request body: room for a full report batch or a stored idempotent response. */
-export const BODY_LIMIT_BYTES = 1024 * 1024;
+/** Largest request body: defined with the other limits of the wire, in libs/protocol. */
+export { BODY_LIMIT_BYTES } from '@sluice/protocol';

@@ -1,14 +1,14 @@
 import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import type { DeliveryAttemptResponse } from '@sluice/protocol';
+import { DAY_MS, MAX_PAYLOAD_BYTES, type DeliveryAttemptResponse } from '@sluice/protocol';
 import { ClientRoute, ERRORS, sizeOf } from '../openapi/routes';
 import { TAGS } from '../openapi/tags';
 import { DeliveriesService } from './deliveries.service';
 import { QueueParams } from '../common/params.dto';
 import { DeliveryAckDto, DeliveryAttemptDto } from './deliveries.dto';
-import { ATTEMPT_RETENTION_MS, DEAD_LETTERS, MAX_PAYLOAD_BYTES } from './delivery-limits';
+import { ATTEMPT_RETENTION_MS, DEAD_LETTERS } from './delivery-limits';
 
-const days = (ms: number) => ms / 86_400_000;
+const days = (ms: number) => ms / DAY_MS;
 
 @ApiTags(TAGS.deliveries.name)
 @Controller('v1/:ns/queues/:queue')

@@ -2,15 +2,18 @@ import 'reflect-metadata';
 import { Type } from 'class-transformer';
 import { Allow, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
-import { IDEMPOTENCY_KEY_PATTERN, type DeliveryAckRequest, type DeliveryAttemptRequest } from '@sluice/protocol';
+import {
+  IDEMPOTENCY_KEY_PATTERN,
+  MAX_DEAD_LETTER_PAGE,
+  MAX_DELIVERY_ATTEMPT,
+  MAX_DELIVERY_ERROR_LENGTH,
+  MAX_PAYLOAD_BYTES,
+  type DeliveryAckRequest,
+  type DeliveryAttemptRequest,
+} from '@sluice/protocol';
 import { QueueParams } from '../common/params.dto';
-import { MAX_PAYLOAD_BYTES } from './delivery-limits';
 
 const MESSAGE_ID_MESSAGE = `must match ${IDEMPOTENCY_KEY_PATTERN.source}`;
-export const MAX_ERROR_LENGTH = 4096;
-export const MAX_PAGE_SIZE = 1000;
-/** The highest delivery number a caller may give. */
-export const MAX_DELIVERY_ATTEMPT = 1_000_000;
 
 /** A dead letter's id is its message id. */
 export class DeadLetterParams extends QueueParams {
@@ -27,7 +30,7 @@ export class DeliveryAttemptDto implements DeliveryAttemptRequest {
 
   @IsOptional()
   @IsString()
-  @MaxLength(MAX_ERROR_LENGTH)
+  @MaxLength(MAX_DELIVERY_ERROR_LENGTH)
   @JSONSchema({ description: 'Why this attempt failed; kept with the dead letter.' })
   error?: string;
 
@@ -65,7 +68,7 @@ export class DeadLetterPageQuery {
   @Type(() => Number)
   @IsInt()
   @Min(1)
-  @Max(MAX_PAGE_SIZE)
+  @Max(MAX_DEAD_LETTER_PAGE)
   @JSONSchema({ description: 'Page size.', default: 100 })
   limit?: number;
 

@@ -1,13 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { backoffDelay, seededRandom, type RandomSource } from '@sluice/core';
-import type { DeliveryAttemptRequest, DeliveryAttemptResponse } from '@sluice/protocol';
+import { MAX_PAYLOAD_BYTES, type DeliveryAttemptRequest, type DeliveryAttemptResponse } from '@sluice/protocol';
 import type { QueueRef, Store } from '@sluice/store';
 import { payloadTooLarge } from '../common/api-error';
 import { PolicyService } from '../policies/policy.service';
 import { STORE } from '../store/store.provider';
 import { DeadLetterDepth } from './dead-letter-depth.service';
-import { ATTEMPT_RETENTION_MS, DEAD_LETTERS, MAX_PAYLOAD_BYTES } from './delivery-limits';
+import { ATTEMPT_RETENTION_MS, DEAD_LETTERS } from './delivery-limits';
 
 /**
  * Counts failed deliveries under the queue's policy and parks a message past maxAttempts. With the

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
+import type { BreakerEvent, SluiceEvents } from '@sluice/protocol';
 import type { DependencyRef, Store, StoreEvent, Unsubscribe } from '@sluice/store';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
@@ -10,7 +11,7 @@ import { PolicyService } from '../policies/policy.service';
 import { STORE } from '../store/store.provider';
 
 /** One client's stream: which dependencies it follows (all of the namespace when none are listed). */
-export interface StreamRequest {
+export interface EventSubscription {
   namespace: string;
   dependencies?: string[];
 }
@@ -26,6 +27,9 @@ const STREAM_HEADERS = {
   connection: 'keep-alive',
   'x-accel-buffering': 'no',
 };
+
+/** Writes one event: its name and its data, as libs/protocol types them. */
+type Send = <E extends keyof SluiceEvents>(event: E, data: SluiceEvents[E]) => void;
 
 @Injectable()
 export class EventStreamService implements BeforeApplicationShutdown {
@@ -47,9 +51,9 @@ export class EventStreamService implements BeforeApplicationShutdown {
   }
 
   /** Streams to `response` (already hijacked from the framework) until the client goes away. */
-  async stream(request: StreamRequest, response: ServerResponse): Promise<void> {
+  async stream(request: EventSubscription, response: ServerResponse): Promise<void> {
     response.writeHead(200, STREAM_HEADERS);
-    const send = (event: string, data: unknown) => {
+    const send: Send = (event, data) => {
       if (!response.writableEnded) response.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     };
     const unsubscribes: Unsubscribe[] = [];
@@ -93,7 +97,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
     await Promise.all([...this.open].map((close) => close()));
   }
 
-  private forward(event: StoreEvent, send: (event: string, data: unknown) => void, only?: string[]): void {
+  private forward(event: StoreEvent, send: Send, only?: string[]): void {
     if (event.type === 'breaker') {
       send('breaker', { dep: event.dep, state: event.state, since: event.since, openUntil: event.openUntil });
     } else if (event.type === 'policy' && (event.kind === 'dep' || event.kind === 'default')) {
@@ -102,7 +106,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
     }
   }
 
-  private async breakerNow(ref: DependencyRef) {
+  private async breakerNow(ref: DependencyRef): Promise<BreakerEvent> {
     const policy = await this.policies.forDependency(ref.namespace, ref.dependency);
     const { breaker } = await this.store.readDependency(ref, readPolicyOf(policy));
     const { state, since, openUntil } = breaker.record;

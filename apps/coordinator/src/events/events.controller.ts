@@ -3,21 +3,22 @@ import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { IsOptional, Matches } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
+import { DEPENDENCY_LIST_PATTERN, MAX_EVENT_DEPENDENCIES } from '@sluice/protocol';
 import { NamespaceParams } from '../common/params.dto';
 import { ClientRoute } from '../openapi/routes';
 import { TAGS } from '../openapi/tags';
 import { EventStreamService } from './event-stream.service';
 
-const DEPENDENCY_LIST = /^[a-z0-9][a-z0-9._-]{0,127}(,[a-z0-9][a-z0-9._-]{0,127}){0,99}$/;
-
 export class EventsQuery {
   /** Comma-separated dependencies; absent: every dependency of the namespace. */
   @IsOptional()
-  @Matches(DEPENDENCY_LIST, { message: 'must be 1 to 100 comma-separated dependency names' })
+  @Matches(DEPENDENCY_LIST_PATTERN, {
+    message: `must be 1 to ${MAX_EVENT_DEPENDENCIES} comma-separated dependency names`,
+  })
   @JSONSchema({
     description:
-      'Up to 100 comma-separated dependencies to follow; absent: every dependency of the namespace, including ' +
-      'those that appear later.',
+      `Up to ${MAX_EVENT_DEPENDENCIES} comma-separated dependencies to follow; absent: every dependency of the ` +
+      'namespace, including those that appear later.',
   })
   deps?: string;
 }

@@ -1,6 +1,7 @@
 import { Controller, Get, HttpCode, Inject, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
+import type { Health, Readiness } from '@sluice/protocol';
 import type { Store } from '@sluice/store';
 import { Public } from '../auth/access.decorators';
 import { PublicRoute } from '../openapi/routes';
@@ -22,7 +23,7 @@ export class HealthController {
     description: 'The process is up. It does not touch the store.',
     responses: [{ status: 200, description: 'Up.', schema: 'Health' }],
   })
-  live(): { status: 'ok' } {
+  live(): Health {
     return { status: 'ok' };
   }
 
@@ -37,7 +38,7 @@ export class HealthController {
       { status: 503, description: 'The store does not answer (`status: unavailable`).', schema: 'Readiness' },
     ],
   })
-  async ready(@Res({ passthrough: true }) reply: FastifyReply): Promise<{ status: string; store: string }> {
+  async ready(@Res({ passthrough: true }) reply: FastifyReply): Promise<Readiness> {
     try {
       await this.store.ping();
       return { status: 'ok', store: this.store.kind };

@@ -1,12 +1,11 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import type { IdempotencyClaimResponse, IdempotencyKeyView } from '@sluice/protocol';
+import { MAX_STORED_RESPONSE_BYTES, type IdempotencyClaimResponse, type IdempotencyKeyView } from '@sluice/protocol';
 import { ClientRoute, ERRORS, notFound, RETRY_AFTER, sizeOf, type ErrorDoc } from '../openapi/routes';
 import { TAGS } from '../openapi/tags';
 import { ClaimRequestDto, CompleteRequestDto, IdempotencyParams, ReleaseQueryDto } from './idempotency.dto';
 import { IdempotencyService } from './idempotency.service';
-import { MAX_STORED_RESPONSE_BYTES } from './stored-response';
 
 const refOf = (params: IdempotencyParams) => ({ namespace: params.ns, key: params.key });
 

@@ -3,7 +3,12 @@ import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsObject, IsOptional, IsString, Matches, Max, Min, ValidateNested } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 import {
+  BODY_ENCODINGS,
+  DEFAULT_IDEMPOTENCY_LEASE_MS,
+  FINGERPRINT_PATTERN,
   IDEMPOTENCY_KEY_PATTERN,
+  IDEMPOTENCY_TOKEN_PATTERN,
+  MAX_IDEMPOTENCY_RETENTION_SECONDS,
   REQUEST_ID_PATTERN,
   type BodyEncoding,
   type IdempotencyClaimRequest,
@@ -11,12 +16,8 @@ import {
   type StoredResponse,
 } from '@sluice/protocol';
 import { NamespaceParams } from '../common/params.dto';
-import { MAX_IDEMPOTENCY_RETENTION_SECONDS } from '../policies/policy.dto';
 
-/** Fencing tokens are made by the service (base64url); this bounds what a caller may send back. */
-const TOKEN_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
 const TOKEN_MESSAGE = 'must be the token of a claim';
-export const DEFAULT_LEASE_MS = 30_000;
 
 export class IdempotencyParams extends NamespaceParams {
   @Matches(IDEMPOTENCY_KEY_PATTERN, { message: `must match ${IDEMPOTENCY_KEY_PATTERN.source}` })
@@ -27,7 +28,7 @@ export class IdempotencyParams extends NamespaceParams {
 export class ClaimRequestDto implements IdempotencyClaimRequest {
   /** Printable ASCII, e.g. `sha256:<base64url>`. */
   @IsString()
-  @Matches(/^[\x21-\x7e]{1,256}$/, { message: 'must be 1-256 printable ASCII characters' })
+  @Matches(FINGERPRINT_PATTERN, { message: 'must be 1-256 printable ASCII characters' })
   @JSONSchema({
     description:
       'What identifies the request (e.g. `sha256:` and a digest of method, path, body and caller): a claim of ' +
@@ -41,7 +42,7 @@ export class ClaimRequestDto implements IdempotencyClaimRequest {
   @Max(3_600_000)
   @JSONSchema({
     description: 'How long the claim holds the key before another request may take it over.',
-    default: DEFAULT_LEASE_MS,
+    default: DEFAULT_IDEMPOTENCY_LEASE_MS,
   })
   leaseMs?: number;
 
@@ -87,14 +88,14 @@ export class StoredResponseDto implements StoredResponse {
   body!: string;
 
   @IsOptional()
-  @IsIn(['utf8', 'base64'])
+  @IsIn(BODY_ENCODINGS)
   @JSONSchema({ default: 'utf8' })
   bodyEncoding: BodyEncoding = 'utf8';
 }
 
 export class CompleteRequestDto implements IdempotencyCompleteRequest {
   @IsString()
-  @Matches(TOKEN_PATTERN, { message: TOKEN_MESSAGE })
+  @Matches(IDEMPOTENCY_TOKEN_PATTERN, { message: TOKEN_MESSAGE })
   @JSONSchema({ description: 'The claim\u2019s fencing token.' })
   token!: string;
 
@@ -107,7 +108,7 @@ export class CompleteRequestDto implements IdempotencyCompleteRequest {
 
 export class ReleaseQueryDto {
   @IsString()
-  @Matches(TOKEN_PATTERN, { message: TOKEN_MESSAGE })
+  @Matches(IDEMPOTENCY_TOKEN_PATTERN, { message: TOKEN_MESSAGE })
   @JSONSchema({ description: 'The claim\u2019s fencing token.' })
   token!: string;
 }

@@ -1,19 +1,20 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
-import type {
-  IdempotencyClaimRequest,
-  IdempotencyClaimResponse,
-  IdempotencyCompleteRequest,
-  IdempotencyKeyView,
-  StoredResponse,
+import {
+  DEFAULT_IDEMPOTENCY_LEASE_MS,
+  MAX_STORED_RESPONSE_BYTES,
+  type IdempotencyClaimRequest,
+  type IdempotencyClaimResponse,
+  type IdempotencyCompleteRequest,
+  type IdempotencyKeyView,
+  type StoredResponse,
 } from '@sluice/protocol';
 import type { IdempotencyRef, Store } from '@sluice/store';
 import { ApiError, notFound, payloadTooLarge, retryAfterSeconds, validationFailed } from '../common/api-error';
 import { MetricsService } from '../metrics/metrics.service';
 import { PolicyService } from '../policies/policy.service';
 import { STORE } from '../store/store.provider';
-import { DEFAULT_LEASE_MS } from './idempotency.dto';
-import { MAX_STORED_RESPONSE_BYTES, storedResponseBytes, storedResponseProblems } from './stored-response';
+import { storedResponseBytes, storedResponseProblems } from './stored-response';
 
 /** The longest an in-flight answer tells a caller to wait before asking again. */
 const IN_FLIGHT_RETRY_HINT_MS = 1000;
@@ -47,7 +48,7 @@ export class IdempotencyService {
     const outcome = await this.store.claimIdempotencyKey(ref, {
       fingerprint: request.fingerprint,
       token,
-      leaseMs: request.leaseMs ?? DEFAULT_LEASE_MS,
+      leaseMs: request.leaseMs ?? DEFAULT_IDEMPOTENCY_LEASE_MS,
       retentionMs: retentionSeconds * 1000,
       ...(request.claimId !== undefined ? { claimId: request.claimId } : {}),
     });

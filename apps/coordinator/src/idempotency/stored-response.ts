@@ -1,7 +1,5 @@
 import type { ErrorDetail, StoredResponse } from '@sluice/protocol';
 
-/** Largest stored response: body bytes plus header names and values. */
-export const MAX_STORED_RESPONSE_BYTES = 256 * 1024;
 const MAX_HEADERS = 100;
 const MAX_HEADER_VALUES = 100;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$/;

@@ -1,10 +1,10 @@
 import { IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
-import { REQUEST_ID_PATTERN, type TakeRequest } from '@sluice/protocol';
+import { LIMIT_KEY_PATTERN, REQUEST_ID_PATTERN, type TakeRequest } from '@sluice/protocol';
 
 export class TakeRequestDto implements TakeRequest {
   /** Whose allowance this is: a user, a tenant, an IP address. */
-  @Matches(/^[A-Za-z0-9._:@-]{1,200}$/, { message: 'must be 1-200 of A-Z a-z 0-9 . _ : @ -' })
+  @Matches(LIMIT_KEY_PATTERN, { message: 'must be 1-200 of A-Z a-z 0-9 . _ : @ -' })
   @JSONSchema({ description: 'Whose allowance this is: a user, a tenant, an IP address.' })
   key!: string;
 

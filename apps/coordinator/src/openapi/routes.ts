@@ -16,7 +16,7 @@ import {
 import type { ErrorCode } from '@sluice/protocol';
 import { BODY_LIMIT_BYTES } from '../common/body-limit';
 import { dtoSchema } from './request-schemas';
-import { ref } from './schema-helpers';
+import { componentRef as ref } from './schema-helpers';
 import type { RESPONSE_SCHEMAS } from './schemas';
 
 /** The bearer scheme's name in `components.securitySchemes`. */

@@ -1,13 +1,27 @@
 import type { SchemaObject } from '@nestjs/swagger';
 import {
   ADMIT_REASONS,
+  BODY_ENCODINGS,
+  BREAKER_STATES,
+  ERROR_CODES,
+  IDEMPOTENCY_STATES,
+  JITTER_KINDS,
+  POLICY_MODES,
+  READINESS_STATUSES,
   RETRY_REASONS,
+  STORE_KINDS,
   type AdmitDecision,
+  type AuditEntry,
+  type AuditLog,
   type BackoffPolicy,
   type BreakerDetail,
+  type BreakerEvent,
+  type BreakerItem,
+  type BreakerList,
   type BreakerPolicy,
-  type BreakerState,
   type BreakerSummary,
+  type BudgetItem,
+  type BudgetList,
   type BudgetView,
   type ConcurrencyPolicy,
   type DeadLetter,
@@ -16,17 +30,19 @@ import {
   type DependencyPolicy,
   type DependencyView,
   type ErrorBody,
-  type ErrorCode,
   type ErrorDetail,
+  type Health,
   type IdempotencyClaimed,
   type IdempotencyCompleted,
   type IdempotencyInFlightBody,
   type IdempotencyKeyView,
-  type IdempotencyState,
-  type JitterKind,
   type LatencySummary,
-  type PolicyMode,
+  type LeaseGrant,
+  type LeaseRenewal,
+  type PolicyEvent,
+  type ProbeGrant,
   type RateLimitPolicy,
+  type Readiness,
   type ReportResponse,
   type ReportedDependency,
   type RetryBudgetPolicy,
@@ -34,47 +50,74 @@ import {
   type StoredResponse,
   type TakeDecision,
 } from '@sluice/protocol';
-import type { AuditEntry, Store } from '@sluice/store';
-import type { BreakerItem, BudgetItem } from '../admin/breakers-admin.service';
 import {
+  anyValue,
+  arrayOf,
   boolean,
-  enumOf,
+  componentRefs,
   instant,
   integer,
   nullableInstant,
-  nullableRef,
   number,
   objectSchema,
+  oneOf,
   optional,
-  ref,
+  recordOf,
   string,
+  type DescribedObject,
 } from './schema-helpers';
 
 /**
  * Response bodies, which are TypeScript interfaces in libs/protocol (no runtime metadata), as
- * OpenAPI schemas. `objectSchema<T>` makes the compiler check each one against its interface:
- * a property added, removed or made optional there fails the typecheck here.
+ * OpenAPI schemas. Each component names the protocol type it describes (ResponseComponents), and
+ * `objectSchema<T>` makes the compiler check its schema against that type, property by property and
+ * type by type: a property added, removed, made optional or nullable, or given another type or
+ * another enum there fails the typecheck here. The enums are libs/protocol's own tuples.
  */
 
-const BREAKER_STATES = enumOf<BreakerState>()(['closed', 'open', 'half_open', 'forced_open', 'forced_closed']);
-const ERROR_CODES = enumOf<ErrorCode>()([
-  'validation_failed',
-  'unauthorized',
-  'forbidden',
-  'not_found',
-  'payload_too_large',
-  'fingerprint_mismatch',
-  'in_flight',
-  'lease_lost',
-  'precondition_failed',
-  'too_many_dependencies',
-  'too_many_namespaces',
-  'store_unavailable',
-  'overloaded',
-  'internal_error',
-]);
+/** Every response component of the document, by name: the libs/protocol type it describes. */
+export interface ResponseComponents {
+  ErrorDetail: ErrorDetail;
+  ErrorBody: ErrorBody;
+  InFlightBody: IdempotencyInFlightBody;
+  BreakerSummary: BreakerSummary;
+  BudgetView: BudgetView;
+  RetryDecision: RetryDecision;
+  AdmitDecision: AdmitDecision;
+  ReportResponse: ReportResponse;
+  BreakerDetail: BreakerDetail;
+  LatencySummary: LatencySummary;
+  RetryBudgetPolicy: RetryBudgetPolicy;
+  BackoffPolicy: BackoffPolicy;
+  BreakerPolicy: BreakerPolicy;
+  RateLimitPolicy: RateLimitPolicy;
+  ConcurrencyPolicy: ConcurrencyPolicy;
+  DependencyPolicy: DependencyPolicy;
+  DependencyView: DependencyView;
+  LeaseRenewal: LeaseRenewal;
+  TakeDecision: TakeDecision;
+  StoredResponse: StoredResponse;
+  IdempotencyClaimed: IdempotencyClaimed;
+  IdempotencyCompleted: IdempotencyCompleted;
+  IdempotencyKeyView: IdempotencyKeyView;
+  DeliveryAttemptResponse: DeliveryAttemptResponse;
+  DeadLetter: DeadLetter;
+  DeadLetterPage: DeadLetterPage;
+  BreakerItem: BreakerItem;
+  BreakerList: BreakerList;
+  BudgetItem: BudgetItem;
+  BudgetList: BudgetList;
+  AuditEntry: AuditEntry;
+  AuditLog: AuditLog;
+  BreakerEvent: BreakerEvent;
+  PolicyEvent: PolicyEvent;
+  Health: Health;
+  Readiness: Readiness;
+}
 
-const breakerState = (description: string): SchemaObject => string(description, { enum: BREAKER_STATES });
+const { ref, nullableRef } = componentRefs<ResponseComponents>();
+
+const breakerState = (description: string) => string(description, { enum: BREAKER_STATES });
 
 const ErrorDetailSchema = objectSchema<ErrorDetail>({
   field: string(
@@ -90,11 +133,9 @@ const ErrorBodySchema = objectSchema<ErrorBody>(
     statusCode: integer('The HTTP status, repeated.'),
     code: string('Machine-readable error code.', { enum: ERROR_CODES }),
     message: string('Human-readable summary.'),
-    details: optional({
-      type: 'array',
-      items: ref('ErrorDetail'),
-      description: 'One entry per problem found (validation_failed names every field at fault).',
-    }),
+    details: optional(
+      arrayOf(ref('ErrorDetail'), 'One entry per problem found (validation_failed names every field at fault).'),
+    ),
   },
   { description: 'The body of every 4xx and 5xx answer. Extra fields may be added for some codes.' },
 );
@@ -127,15 +168,15 @@ const RetryDecisionSchema = objectSchema<RetryDecision>({
   reason: string(
     'What enforcement decided (in shadow mode: what it would have decided). Also the `result` label of ' +
       '`sluice_retry_decisions_total`.',
-    { enum: [...RETRY_REASONS] },
+    { enum: RETRY_REASONS },
   ),
   delayMs: integer('The backoff to wait before the retry: policy backoff with jitter, never below `retryAfterMs`.'),
-  budget: { allOf: [ref('BudgetView')], description: 'The budget after this decision.' },
+  budget: ref('BudgetView', 'The budget after this decision.'),
   breaker: ref('BreakerSummary'),
   shadow: boolean('True when the policy is in shadow mode and this decision was not enforced.'),
 });
 
-const ProbeTokenSchema: SchemaObject = objectSchema<NonNullable<AdmitDecision['probe']>>(
+const ProbeGrantSchema = objectSchema<ProbeGrant>(
   {
     token: string('Report the outcome of this call with this token (`probes` in POST /v1/{ns}/reports).'),
     expiresAt: instant('When the probe lease runs out and another caller may probe'),
@@ -143,7 +184,7 @@ const ProbeTokenSchema: SchemaObject = objectSchema<NonNullable<AdmitDecision['p
   { description: 'Present when this call is the half-open breaker\u2019s probe.' },
 );
 
-const LeaseSchema: SchemaObject = objectSchema<NonNullable<AdmitDecision['lease']>>(
+const LeaseGrantSchema = objectSchema<LeaseGrant>(
   {
     id: string(
       'The concurrency lease id (a UUID): release it with DELETE …/leases/{id} when the call ends, or renew ' +
@@ -157,30 +198,29 @@ const LeaseSchema: SchemaObject = objectSchema<NonNullable<AdmitDecision['lease'
 const AdmitDecisionSchema = objectSchema<AdmitDecision>({
   allow: boolean('Whether to make the call (in shadow mode always true).'),
   reason: string('What enforcement decided (in shadow mode: what it would have decided).', {
-    enum: [...ADMIT_REASONS],
+    enum: ADMIT_REASONS,
   }),
   retryAfterMs: integer(
     'When a refused call may try again, ms (0 when granted). For a breaker forced open until reset, the ' +
       'policy\u2019s openMs.',
   ),
   breaker: ref('BreakerSummary'),
-  probe: optional(ProbeTokenSchema),
-  lease: optional(LeaseSchema),
+  probe: optional(ProbeGrantSchema),
+  lease: optional(LeaseGrantSchema),
   shadow: boolean('True when the policy is in shadow mode.'),
 });
 
 const ReportResponseSchema = objectSchema<ReportResponse>({
-  deps: {
-    type: 'object',
-    description: 'Each reported dependency, by name, with its breaker state after the report.',
-    additionalProperties: objectSchema<ReportedDependency>({
+  deps: recordOf(
+    objectSchema<ReportedDependency>({
       breaker: ref('BreakerSummary'),
       reporters: integer(
         'Distinct reporters of the dependency in its budget window, the caller included (a client\u2019s ' +
           'share of the fleet is 1 / reporters).',
       ),
     }),
-  },
+    'Each reported dependency, by name, with its breaker state after the report.',
+  ),
 });
 
 const BreakerDetailSchema = objectSchema<BreakerDetail>({
@@ -201,9 +241,6 @@ const LatencySummarySchema = objectSchema<LatencySummary>(
   },
   { description: 'Latency reported by the whole fleet over the breaker window.' },
 );
-
-const POLICY_MODES = enumOf<PolicyMode>()(['enforce', 'shadow']);
-const JITTER_KINDS = enumOf<JitterKind>()(['full', 'decorrelated', 'none']);
 
 const RetryBudgetPolicySchema = objectSchema<RetryBudgetPolicy>({
   ratio: number(),
@@ -272,13 +309,12 @@ const TakeDecisionSchema = objectSchema<TakeDecision>({
 const StoredResponseSchema = objectSchema<StoredResponse>(
   {
     status: integer('The stored status.', { minimum: 100, maximum: 599 }),
-    headers: {
-      type: 'object',
-      description: 'Header names as sent; a header sent several times (set-cookie) is an array.',
-      additionalProperties: { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
-    },
+    headers: recordOf(
+      oneOf(string(), arrayOf(string())),
+      'Header names as sent; a header sent several times (set-cookie) is an array.',
+    ),
     body: string('The body: the text itself (`utf8`) or its bytes in base64 (`base64`).'),
-    bodyEncoding: string(undefined, { enum: ['utf8', 'base64'] }),
+    bodyEncoding: string(undefined, { enum: BODY_ENCODINGS }),
   },
   { description: 'A response as stored and replayed, byte for byte.' },
 );
@@ -298,8 +334,6 @@ const IdempotencyCompletedSchema = objectSchema<IdempotencyCompleted>({
   response: ref('StoredResponse'),
 });
 
-const IDEMPOTENCY_STATES = enumOf<IdempotencyState>()(['in_flight', 'completed']);
-
 const IdempotencyKeyViewSchema = objectSchema<IdempotencyKeyView>({
   state: string(undefined, { enum: IDEMPOTENCY_STATES }),
   createdAt: instant('When the key was first claimed'),
@@ -318,10 +352,7 @@ const DeliveryAttemptResponseSchema = objectSchema<DeliveryAttemptResponse>({
 const DeadLetterSchema = objectSchema<DeadLetter>({
   id: string('The dead letter\u2019s id: its message id (a message has at most one per queue).'),
   messageId: string(),
-  payload: {
-    description: 'The payload recorded with the last attempt (any JSON value); null if none was sent.',
-    nullable: true,
-  },
+  payload: anyValue('The payload recorded with the last attempt (any JSON value); null if none was sent.'),
   error: string('The last attempt\u2019s error; null if none was sent.', { nullable: true }),
   attempts: integer('Failed attempts recorded.'),
   deadLetteredAt: instant('When the message was parked'),
@@ -329,7 +360,7 @@ const DeadLetterSchema = objectSchema<DeadLetter>({
 });
 
 const DeadLetterPageSchema = objectSchema<DeadLetterPage>({
-  items: { type: 'array', items: ref('DeadLetter'), description: 'Oldest first.' },
+  items: arrayOf(ref('DeadLetter'), 'Oldest first.'),
   next: string('The `cursor` of the next page; null on the last page.', { nullable: true }),
 });
 
@@ -363,19 +394,14 @@ const AuditEntrySchema = objectSchema<AuditEntry>({
   reason: string('The reason given (`reason` or `?reason=`); null if none.', { nullable: true }),
 });
 
-const itemsOf = (name: string, description?: string): SchemaObject => ({
-  type: 'object',
-  properties: { items: { type: 'array', items: ref(name), ...(description ? { description } : {}) } },
-  required: ['items'],
+const BreakerListSchema = objectSchema<BreakerList>({ items: arrayOf(ref('BreakerItem')) });
+const BudgetListSchema = objectSchema<BudgetList>({ items: arrayOf(ref('BudgetItem')) });
+const AuditLogSchema = objectSchema<AuditLog>({
+  items: arrayOf(ref('AuditEntry'), 'The latest entries, oldest first.'),
 });
 
 /** Server-Sent Events `data` of GET /v1/{ns}/events, for SDK generators (SSE has no OpenAPI 3.0 form). */
-const BreakerEventSchema = objectSchema<{
-  dep: string;
-  state: BreakerState;
-  since: number | null;
-  openUntil: number | null;
-}>(
+const BreakerEventSchema = objectSchema<BreakerEvent>(
   {
     dep: string(),
     state: breakerState('The new state.'),
@@ -385,7 +411,7 @@ const BreakerEventSchema = objectSchema<{
   { description: 'The data of an `event: breaker` message.' },
 );
 
-const PolicyEventSchema = objectSchema<{ dep: string | null }>(
+const PolicyEventSchema = objectSchema<PolicyEvent>(
   {
     dep: string('The dependency whose document changed; null when the namespace default changed.', {
       nullable: true,
@@ -394,16 +420,16 @@ const PolicyEventSchema = objectSchema<{ dep: string | null }>(
   { description: 'The data of an `event: policy` message: read GET /v1/{ns}/deps/{dep} again for the new policy.' },
 );
 
-const HealthSchema = objectSchema<{ status: 'ok' }>({ status: string(undefined, { enum: ['ok'] }) });
-const ReadinessSchema = objectSchema<{ status: string; store: Store['kind'] }>({
-  status: string('`ok`, or `unavailable` while the store does not answer.', { enum: ['ok', 'unavailable'] }),
+const HealthSchema = objectSchema<Health>({ status: string(undefined, { enum: ['ok'] }) });
+const ReadinessSchema = objectSchema<Readiness>({
+  status: string('`ok`, or `unavailable` while the store does not answer.', { enum: READINESS_STATUSES }),
   store: string('The store: `memory` (embedded, single process) or `redis` (a server or a Cluster).', {
-    enum: enumOf<Store['kind']>()(['memory', 'redis']),
+    enum: STORE_KINDS,
   }),
 });
 
 /** Every response schema, by component name. */
-export const RESPONSE_SCHEMAS = {
+export const RESPONSE_SCHEMAS: { [K in keyof ResponseComponents]: DescribedObject<ResponseComponents[K]> } = {
   ErrorDetail: ErrorDetailSchema,
   ErrorBody: ErrorBodySchema,
   InFlightBody: InFlightBodySchema,
@@ -421,7 +447,7 @@ export const RESPONSE_SCHEMAS = {
   ConcurrencyPolicy: ConcurrencyPolicySchema,
   DependencyPolicy: DependencyPolicySchema,
   DependencyView: DependencyViewSchema,
-  LeaseRenewal: objectSchema<{ expiresAt: number }>({ expiresAt: instant('When the renewed lease lapses') }),
+  LeaseRenewal: objectSchema<LeaseRenewal>({ expiresAt: instant('When the renewed lease lapses') }),
   TakeDecision: TakeDecisionSchema,
   StoredResponse: StoredResponseSchema,
   IdempotencyClaimed: IdempotencyClaimedSchema,
@@ -431,13 +457,16 @@ export const RESPONSE_SCHEMAS = {
   DeadLetter: DeadLetterSchema,
   DeadLetterPage: DeadLetterPageSchema,
   BreakerItem: BreakerItemSchema,
-  BreakerList: itemsOf('BreakerItem'),
+  BreakerList: BreakerListSchema,
   BudgetItem: BudgetItemSchema,
-  BudgetList: itemsOf('BudgetItem'),
+  BudgetList: BudgetListSchema,
   AuditEntry: AuditEntrySchema,
-  AuditLog: itemsOf('AuditEntry', 'The latest entries, oldest first.'),
+  AuditLog: AuditLogSchema,
   BreakerEvent: BreakerEventSchema,
   PolicyEvent: PolicyEventSchema,
   Health: HealthSchema,
   Readiness: ReadinessSchema,
-} satisfies Record<string, SchemaObject>;
+};
+
+/** The same, as the document holds them. */
+export const RESPONSE_COMPONENTS: Record<string, SchemaObject> = RESPONSE_SCHEMAS;

@@ -2,18 +2,22 @@ import 'reflect-metadata';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsNumber, IsObject, IsOptional, Max, Min, ValidateIf, ValidateNested } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
-import type {
-  BackoffPolicy,
-  BreakerPolicy,
-  ConcurrencyPolicy,
-  DependencyPolicyOverride,
-  IdempotencyPolicy,
-  JitterKind,
-  NamedLimitPolicy,
-  PolicyMode,
-  QueuePolicyOverride,
-  RateLimitPolicy,
-  RetryBudgetPolicy,
+import {
+  JITTER_KINDS,
+  MAX_DURATION_MS,
+  MAX_IDEMPOTENCY_RETENTION_SECONDS,
+  POLICY_MODES,
+  type BackoffPolicy,
+  type BreakerPolicy,
+  type ConcurrencyPolicy,
+  type DependencyPolicyOverride,
+  type IdempotencyPolicy,
+  type JitterKind,
+  type NamedLimitPolicy,
+  type PolicyMode,
+  type QueuePolicyOverride,
+  type RateLimitPolicy,
+  type RetryBudgetPolicy,
 } from '@sluice/protocol';
 
 /** Every section is optional: omitted fields take the defaults (API.md §Policy document). */
@@ -57,7 +61,7 @@ export class BackoffPolicyDto implements Partial<BackoffPolicy> {
   capMs?: number;
 
   @IsOptional()
-  @IsIn(['full', 'decorrelated', 'none'])
+  @IsIn(JITTER_KINDS)
   jitter?: JitterKind;
 }
 
@@ -95,13 +99,13 @@ export class BreakerPolicyDto implements Partial<BreakerPolicy> {
   @IsOptional()
   @IsInt()
   @Min(1)
-  @Max(86_400_000)
+  @Max(MAX_DURATION_MS)
   openMs?: number;
 
   @IsOptional()
   @IsInt()
   @Min(1)
-  @Max(86_400_000)
+  @Max(MAX_DURATION_MS)
   maxOpenMs?: number;
 
   @IsOptional()
@@ -137,7 +141,7 @@ export class RateLimitPolicyDto implements RateLimitPolicy {
 
   @IsInt()
   @Min(1)
-  @Max(86_400_000)
+  @Max(MAX_DURATION_MS)
   periodMs!: number;
 
   @IsInt()
@@ -148,7 +152,7 @@ export class RateLimitPolicyDto implements RateLimitPolicy {
 
 export class NamedLimitPolicyDto extends RateLimitPolicyDto implements NamedLimitPolicy {
   @IsOptional()
-  @IsIn(['enforce', 'shadow'])
+  @IsIn(POLICY_MODES)
   mode?: PolicyMode;
 }
 
@@ -166,7 +170,7 @@ export class ConcurrencyPolicyDto implements ConcurrencyPolicy {
 
 export class DependencyPolicyDto implements DependencyPolicyOverride {
   @IsOptional()
-  @IsIn(['enforce', 'shadow'])
+  @IsIn(POLICY_MODES)
   mode?: PolicyMode;
 
   @IsOptional()
@@ -219,9 +223,6 @@ export class QueuePolicyDto implements QueuePolicyOverride {
   @Type(() => BackoffPolicyDto)
   backoff?: BackoffPolicyDto;
 }
-
-/** The longest an idempotency key may be kept (7 days). */
-export const MAX_IDEMPOTENCY_RETENTION_SECONDS = 604_800;
 
 export class IdempotencyPolicyDto implements Partial<IdempotencyPolicy> {
   @IsOptional()

@@ -1,0 +1,56 @@
+/** The admin API's lists and actions: /admin/v1/{ns}/breakers, /budgets, /admin/v1/audit. */
+import type { BreakerState } from './retry';
+
+/** A list answer: `{"items": […]}`. */
+export interface ItemList<T> {
+  items: T[];
+}
+
+/** One breaker of GET /admin/v1/{ns}/breakers, and the answer to a breaker action. */
+export interface BreakerItem {
+  dependency: string;
+  state: BreakerState;
+  since: number | null;
+  openUntil: number | null;
+  /** The operator's reason for a forced state; null otherwise. */
+  reason: string | null;
+}
+
+export type BreakerList = ItemList<BreakerItem>;
+
+/** One retry budget of GET /admin/v1/{ns}/budgets. */
+export interface BudgetItem {
+  dependency: string;
+  retries: number;
+  requests: number;
+  limit: number;
+  exhausted: boolean;
+}
+
+export type BudgetList = ItemList<BudgetItem>;
+
+/** POST /admin/v1/{ns}/breakers/{dep}/trip and …/force-close. */
+export interface ForceBreakerRequest {
+  reason: string;
+  /** Absent: until reset. */
+  durationSeconds?: number;
+}
+
+/** POST /admin/v1/{ns}/breakers/{dep}/reset (the body may be left out). */
+export interface ResetBreakerRequest {
+  reason?: string;
+}
+
+/** One entry of GET /admin/v1/audit. */
+export interface AuditEntry {
+  /** When it was recorded (epoch ms, the store's clock). */
+  at: number;
+  /** The token id (`anonymous` when authentication is off). */
+  actor: string;
+  action: string;
+  namespace: string;
+  target: string;
+  reason: string | null;
+}
+
+export type AuditLog = ItemList<AuditEntry>;
