@@ -1,0 +1,86 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startCoordinatorProcess, type CoordinatorProcess } from '../support/coordinator-process';
+import { findFreePort } from '../support/ports';
+
+const README = join(__dirname, '../../README.md');
+
+interface Step {
+  /** The commands of one `sh` block, as pasted. */
+  script: string;
+  /** The lines the following `text` block says they print; `…` stands for anything. */
+  expected: string[];
+}
+
+/** The walk-through's `sh` blocks, each with the `text` block that follows it. */
+function walkThrough(markdown: string): Step[] {
+  const section = markdown.slice(
+    markdown.indexOf('## Walk-through'),
+    markdown.indexOf('\n## ', markdown.indexOf('## Walk-through') + 3),
+  );
+  const blocks = [...section.matchAll(/```(sh|text)\n([\s\S]*?)```/g)].map(([, kind, text]) => ({ kind, text }));
+  const steps: Step[] = [];
+  for (let i = 0; i < blocks.length; i++) {
+    if (blocks[i].kind !== 'sh') continue;
+    const output = blocks[i + 1]?.kind === 'text' ? blocks[i + 1].text : '';
+    steps.push({ script: blocks[i].text, expected: output.split('\n').filter(Boolean) });
+  }
+  return steps;
+}
+
+/** A line of the README as a pattern: literal text, `…` for anything. */
+const linePattern = (line: string) =>
+  new RegExp(
+    `^${line
+      .split('…')
+      .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*?')}$`,
+  );
+
+function bash(script: string): Promise<string> {
+  return new Promise((resolve, reject) =>
+    execFile('bash', ['-euo', 'pipefail', '-c', script], { timeout: 10_000 }, (error, stdout, stderr) =>
+      error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout),
+    ),
+  );
+}
+
+describe('the README walk-through, pasted in order into a fresh service', () => {
+  let coordinator: CoordinatorProcess;
+  let port: number;
+  const steps = walkThrough(readFileSync(README, 'utf8'));
+
+  beforeAll(async () => {
+    port = await findFreePort();
+    coordinator = await startCoordinatorProcess(port);
+  });
+
+  afterAll(() => coordinator?.stop());
+
+  it('has commands, each with the answers it prints', () => {
+    expect(steps.length).toBeGreaterThanOrEqual(4);
+    for (const step of steps) expect(step.expected.length).toBeGreaterThan(0);
+  });
+
+  it('prints what the README says, command after command', async () => {
+    for (const { script, expected } of steps) {
+      // curl -s prints no newline after a JSON body: one answer per command, as the README shows.
+      const commands = script
+        .replace(/\\\n/g, ' ')
+        .split('\n')
+        .filter((line) => line.trim().startsWith('curl'));
+      const printed: string[] = [];
+      for (const command of commands) {
+        printed.push((await bash(command.replaceAll('localhost:8080', `127.0.0.1:${port}`))).trim());
+      }
+      expect(printed.length).toBe(expected.length);
+      printed.forEach((line, i) =>
+        expect({ command: commands[i], line }).toEqual({
+          command: commands[i],
+          line: expect.stringMatching(linePattern(expected[i])),
+        }),
+      );
+    }
+  });
+});
