@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { MAX_DELIVERY_ERROR_LENGTH } from '@sluice/protocol';
 import type { CoordinatorClient } from './coordinator-client';
 import { isLeaseLostError } from './errors';
 
@@ -40,9 +41,6 @@ export interface DeliveryConsumerOptions {
   /** Told about bookkeeping that failed after the work ran (a lost lease, an ack the coordinator missed). */
   onError?: (error: unknown, messageId: string) => void;
 }
-
-/** Errors are kept to the coordinator's limit. */
-const MAX_ERROR_LENGTH = 4096;
 
 /**
  * A consumer of one queue: counts failed deliveries, backs off, acks and dead-letters, and uses the
@@ -170,5 +168,5 @@ export function deliveries(
 
 function describe(error: unknown): string {
   const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return text.slice(0, MAX_ERROR_LENGTH);
+  return text.slice(0, MAX_DELIVERY_ERROR_LENGTH);
 }

@@ -1,5 +1,13 @@
 import { backoffDelay, systemClock } from '@sluice/core';
-import { ATTEMPT_HEADER, DEADLINE_HEADER, IDEMPOTENCY_KEY_HEADER, type BreakerState } from '@sluice/protocol';
+import {
+  ATTEMPT_HEADER,
+  DEADLINE_HEADER,
+  IDEMPOTENCY_KEY_HEADER,
+  MAX_DURATION_MS,
+  MAX_RETRY_ATTEMPT,
+  type BreakerState,
+  type RetryRequest,
+} from '@sluice/protocol';
 import { classify, isDependencyFailure, retryDenial, type Failure } from './classification';
 import { currentContext, type SluiceRequestContext } from './context/request-context';
 import {
@@ -665,12 +673,12 @@ export class Dependency extends PolicyEvents {
 }
 
 /** The body of POST /retry for a failure after `launched` attempts. */
-function retryRequest(launched: number, remainingMs: number, failure: Failure) {
+function retryRequest(launched: number, remainingMs: number, failure: Failure): RetryRequest {
   return {
-    attempt: Math.min(launched, 100),
+    attempt: Math.min(launched, MAX_RETRY_ATTEMPT),
     idempotent: true,
-    deadlineMs: Math.min(Math.floor(remainingMs), 86_400_000),
+    deadlineMs: Math.min(Math.floor(remainingMs), MAX_DURATION_MS),
     ...(failure.status !== undefined ? { status: failure.status } : { error: failure.error ?? 'other' }),
-    ...(failure.retryAfterMs ? { retryAfterMs: Math.min(Math.ceil(failure.retryAfterMs), 86_400_000) } : {}),
+    ...(failure.retryAfterMs ? { retryAfterMs: Math.min(Math.ceil(failure.retryAfterMs), MAX_DURATION_MS) } : {}),
   };
 }

@@ -1,4 +1,5 @@
 import { isRetriableFailure } from '@sluice/core';
+import { MAX_DURATION_MS } from '@sluice/protocol';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
@@ -39,7 +40,7 @@ const NULL_BODY_STATUSES = new Set([204, 205, 304]);
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 const MAX_REDIRECTS = 20;
 /** The coordinator's bound on `retryAfterMs`. */
-const MAX_RETRY_AFTER_MS = 86_400_000;
+const MAX_RETRY_AFTER_MS = MAX_DURATION_MS;
 
 /**
  * A `Retry-After` value in ms: delay-seconds or an HTTP-date (relative to `now`); undefined when

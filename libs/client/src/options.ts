@@ -1,5 +1,5 @@
 import type { Clock, RandomSource } from '@sluice/core';
-import type { DependencyPolicyOverride } from '@sluice/protocol';
+import { MAX_DURATION_MS, type DependencyPolicyOverride } from '@sluice/protocol';
 import type { Classifier } from './classification';
 import type { SluiceLogger } from './fleet/coordinator-link';
 
@@ -217,15 +217,15 @@ export function resolveDependencyOptions(
     throw new TypeError(`whenLimited must be 'wait' or 'fail', got ${String(resolved.whenLimited)}`);
   }
   positiveInteger('maxAttempts', resolved.maxAttempts, 1, 100);
-  positiveInteger('deadlineMs', resolved.deadlineMs, 1, 86_400_000);
-  if (resolved.timeoutMs !== 'auto') positiveInteger('timeoutMs', resolved.timeoutMs, 1, 86_400_000);
-  positiveInteger('autoTimeout.minMs', resolved.autoTimeout.minMs, 1, 86_400_000);
-  positiveInteger('autoTimeout.maxMs', resolved.autoTimeout.maxMs, resolved.autoTimeout.minMs, 86_400_000);
-  positiveInteger('connectTimeoutMs', resolved.connectTimeoutMs, 1, 86_400_000);
+  positiveInteger('deadlineMs', resolved.deadlineMs, 1, MAX_DURATION_MS);
+  if (resolved.timeoutMs !== 'auto') positiveInteger('timeoutMs', resolved.timeoutMs, 1, MAX_DURATION_MS);
+  positiveInteger('autoTimeout.minMs', resolved.autoTimeout.minMs, 1, MAX_DURATION_MS);
+  positiveInteger('autoTimeout.maxMs', resolved.autoTimeout.maxMs, resolved.autoTimeout.minMs, MAX_DURATION_MS);
+  positiveInteger('connectTimeoutMs', resolved.connectTimeoutMs, 1, MAX_DURATION_MS);
   if (resolved.hedge) {
-    if (resolved.hedge.delayMs !== 'p95') positiveInteger('hedge.delayMs', resolved.hedge.delayMs, 0, 86_400_000);
+    if (resolved.hedge.delayMs !== 'p95') positiveInteger('hedge.delayMs', resolved.hedge.delayMs, 0, MAX_DURATION_MS);
     if (resolved.hedge.fallbackDelayMs !== undefined) {
-      positiveInteger('hedge.fallbackDelayMs', resolved.hedge.fallbackDelayMs, 0, 86_400_000);
+      positiveInteger('hedge.fallbackDelayMs', resolved.hedge.fallbackDelayMs, 0, MAX_DURATION_MS);
     }
   }
   return resolved;

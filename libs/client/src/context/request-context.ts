@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { systemClock, type Clock } from '@sluice/core';
-import { ATTEMPT_HEADER, DEADLINE_HEADER } from '@sluice/protocol';
+import { ATTEMPT_HEADER, DEADLINE_HEADER, MAX_DURATION_MS } from '@sluice/protocol';
 
 /**
  * Response header a service sets when an SDK call it made while serving the request gave up: the
@@ -12,7 +12,7 @@ import { ATTEMPT_HEADER, DEADLINE_HEADER } from '@sluice/protocol';
 export const NO_RETRY_HEADER = 'sluice-no-retry';
 
 /** Longest deadline accepted from a header: one day, as the coordinator's own bound. */
-const MAX_DEADLINE_MS = 86_400_000;
+const MAX_DEADLINE_MS = MAX_DURATION_MS;
 
 /**
  * What the server middleware learned from the incoming request, available to every SDK call made

@@ -1,5 +1,5 @@
 import { backoffDelay, type Clock, type RandomSource } from '@sluice/core';
-import type { BreakerState } from '@sluice/protocol';
+import type { BreakerEvent, PolicyEvent } from '@sluice/protocol';
 import { readEventStream, type EventFrame } from '../transport/event-stream';
 import type { CoordinatorTransport } from '../transport/coordinator-transport';
 import type { CoordinatorLink } from './coordinator-link';
@@ -162,18 +162,21 @@ export class BreakerFeed {
 
   private onFrame(frame: EventFrame): void {
     if (!frame.data) return;
-    let data: { dep?: string | null; state?: BreakerState; openUntil?: number | null };
+    let data: unknown;
     try {
       data = JSON.parse(frame.data);
     } catch {
       return;
     }
-    if (frame.event === 'breaker' && data.dep && data.state) {
-      this.dependencies.get(data.dep)?.applyState(data.state, data.openUntil ?? null);
+    if (frame.event === 'breaker') {
+      // Read defensively: a field may be missing from another coordinator's version.
+      const event = data as Partial<BreakerEvent>;
+      if (event.dep && event.state) this.dependencies.get(event.dep)?.applyState(event.state, event.openUntil ?? null);
     } else if (frame.event === 'policy') {
+      const event = data as Partial<PolicyEvent>;
       // A dependency's policy (or the default, dep null) changed: read the views again.
       for (const dependency of this.dependencies.values()) {
-        if (!data.dep || data.dep === dependency.name) {
+        if (!event.dep || event.dep === dependency.name) {
           dependency.etag = undefined;
           void this.read(dependency);
         }

@@ -1,4 +1,4 @@
-import { ManualClock } from '@sluice/core';
+import { LATENCY_BOUNDS_MS, ManualClock } from '@sluice/core';
 import { DEFAULT_DEPENDENCY_POLICY, type DependencyView } from '@sluice/protocol';
 import { FleetDependency, type BreakerChange } from './fleet-dependency';
 
@@ -62,7 +62,11 @@ describe('FleetDependency', () => {
       retries: 2,
       probes: [{ token: 't', success: true }],
     });
-    expect(report.latency?.counts).toEqual([0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0]);
+    // On the coordinator's bounds (libs/core): 3 ms in the bucket up to 3, 150 ms in the one up to 150.
+    expect(report.latency?.boundsMs).toEqual(LATENCY_BOUNDS_MS);
+    expect(report.latency?.counts).toEqual([
+      0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ]);
     expect(dep.hasPending).toBe(false);
 
     dep.restoreReport(report, clock.now());

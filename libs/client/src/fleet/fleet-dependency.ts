@@ -1,4 +1,4 @@
-import type { BreakerTransition } from '@sluice/core';
+import { LATENCY_BOUNDS_MS, fixedBucketOf, type BreakerTransition } from '@sluice/core';
 import {
   DEFAULT_DEPENDENCY_POLICY,
   mergeDependencyPolicy,
@@ -14,8 +14,8 @@ import { EventEmitter } from '../events';
 import { LocalGuard } from './local-guard';
 import { LocalLimits } from './local-limits';
 
-/** Latency histogram bounds the SDK reports with (ms); the counts have one more slot, for the overflow. */
-export const LATENCY_BOUNDS_MS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000];
+/** The coordinator's own latency bounds (libs/core): its fleet histogram adds these counts up as they are. */
+const REPORTED_BOUNDS_MS = [...LATENCY_BOUNDS_MS];
 
 /**
  * A breaker state change as the SDK sees it: pushed by the fleet (`fleet`), or made by the local
@@ -176,9 +176,7 @@ export class FleetDependency {
     if (failed) this.failures++;
     else this.successes++;
     if (slow) this.slow++;
-    let slot = 0;
-    while (slot < LATENCY_BOUNDS_MS.length && latencyMs > LATENCY_BOUNDS_MS[slot]) slot++;
-    this.counts[slot]++;
+    this.counts[fixedBucketOf(latencyMs)]++;
     this.samples++;
     this.local.recordOutcome(now, failed, slow);
   }
@@ -197,7 +195,7 @@ export class FleetDependency {
       slow: this.slow,
     };
     if (this.ownRetries > 0) report.retries = this.ownRetries;
-    if (this.samples > 0) report.latency = { boundsMs: LATENCY_BOUNDS_MS, counts: this.counts };
+    if (this.samples > 0) report.latency = { boundsMs: REPORTED_BOUNDS_MS, counts: this.counts };
     if (this.probes.length > 0) report.probes = this.probes;
     this.requests = this.successes = this.failures = this.slow = this.samples = this.ownRetries = 0;
     this.counts = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0);

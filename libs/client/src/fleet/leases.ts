@@ -1,3 +1,4 @@
+import type { LeaseRenewal } from '@sluice/protocol';
 import type { Expiring, TimeoutWatch } from '../timeout-watch';
 import type { CoordinatorLink } from './coordinator-link';
 
@@ -6,7 +7,7 @@ export interface LeaseTransport {
   /** DELETE /v1/{ns}/deps/{dep}/leases/{id} */
   releaseLease(dep: string, id: string, timeoutMs: number): Promise<void>;
   /** POST /v1/{ns}/deps/{dep}/leases/{id}/renew */
-  renewLease(dep: string, id: string, timeoutMs: number): Promise<{ expiresAt: number }>;
+  renewLease(dep: string, id: string, timeoutMs: number): Promise<LeaseRenewal>;
 }
 
 /**

@@ -1,11 +1,8 @@
 import type { Clock } from '@sluice/core';
-import type { DependencyReport } from '@sluice/protocol';
+import { MAX_REPORT_ENTRIES, type DependencyReport } from '@sluice/protocol';
 import type { CoordinatorTransport } from '../transport/coordinator-transport';
 import type { CoordinatorLink } from './coordinator-link';
 import type { FleetDependency } from './fleet-dependency';
-
-/** The coordinator takes at most this many entries per report. */
-const MAX_ENTRIES = 100;
 
 export interface ReporterOptions {
   reporter: string;
@@ -73,8 +70,8 @@ export class Reporter {
       }
       taken.push({ dependency, report: dependency.takeReport(), since });
     }
-    for (let start = 0; start < taken.length; start += MAX_ENTRIES) {
-      const batch = taken.slice(start, start + MAX_ENTRIES);
+    for (let start = 0; start < taken.length; start += MAX_REPORT_ENTRIES) {
+      const batch = taken.slice(start, start + MAX_REPORT_ENTRIES);
       try {
         const answer = await this.transport.report(
           { reporter: this.options.reporter, deps: batch.map((entry) => entry.report) },

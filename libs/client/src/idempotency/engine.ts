@@ -2,6 +2,8 @@ import {
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENCY_KEY_PATTERN,
   IDEMPOTENT_REPLAYED_HEADER,
+  DEFAULT_IDEMPOTENCY_LEASE_MS,
+  MAX_STORED_RESPONSE_BYTES,
   type ErrorBody,
   type StoredResponse,
 } from '@sluice/protocol';
@@ -65,8 +67,6 @@ export type IdempotencyDecision =
   | { action: 'respond'; response: StoredResponse; replayed: boolean }
   | { action: 'run'; claim: HeldClaim };
 
-const DEFAULT_LEASE_MS = 30_000;
-const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024;
 /** Headers that belong to one connection or one moment, never replayed. */
 const NEVER_STORED = new Set([
   'connection',
@@ -146,7 +146,7 @@ export class IdempotencyEngine {
   }
 
   get maxResponseBytes(): number {
-    return this.options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    return this.options.maxResponseBytes ?? MAX_STORED_RESPONSE_BYTES;
   }
 
   /** The claim the request holds, if any. */
@@ -192,7 +192,7 @@ export class IdempotencyEngine {
       // The claim carries a claimId: asked again after no answer, it resumes as this request's own claim.
       claim = await this.client.claimIdempotencyKey(key, {
         fingerprint,
-        leaseMs: this.options.leaseMs ?? DEFAULT_LEASE_MS,
+        leaseMs: this.options.leaseMs ?? DEFAULT_IDEMPOTENCY_LEASE_MS,
         retentionSeconds: this.options.retentionSeconds,
       });
     } catch (error) {

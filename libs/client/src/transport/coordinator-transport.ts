@@ -3,6 +3,7 @@ import type {
   AdmitDecision,
   AdmitRequest,
   DependencyView,
+  LeaseRenewal,
   ReportRequest,
   ReportResponse,
   RetryDecision,
@@ -74,7 +75,7 @@ export class CoordinatorTransport {
   }
 
   /** POST /v1/{ns}/deps/{dep}/leases/{id}/renew; an unknown or expired lease is a 404. */
-  renewLease(dep: string, id: string, timeoutMs: number): Promise<{ expiresAt: number }> {
+  renewLease(dep: string, id: string, timeoutMs: number): Promise<LeaseRenewal> {
     return this.json('POST', `deps/${dep}/leases/${encodeURIComponent(id)}/renew`, undefined, { timeoutMs }, false);
   }
 
