@@ -1,0 +1,205 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+import ts from 'typescript';
+
+// libs/protocol is the one owner of every wire shape: what the service answers and accepts, and what
+// the SDK sends and reads. The rules, checked on the source:
+//
+// 1. Names. An exported interface or type alias of the service (apps/coordinator/src) or of the SDK
+//    (libs/client/src) whose name ends with one of WIRE_SUFFIXES is a wire shape, and wire shapes are
+//    declared in libs/protocol only. The few such names that are not wire shapes are listed in
+//    NOT_WIRE_SHAPES, each with the reason.
+// 2. Answers. The return type of every route handler (a method of a @Controller class with an HTTP
+//    method decorator), its Promise unwrapped, is void, a string (text bodies), or made of named types
+//    declared in libs/protocol (unions member by member): no inline object type, no type of the service
+//    or of the store served as is. TRANSPORT_WRAPPERS lists the classes an interceptor unwraps.
+// 3. Documented answers. Every response schema of the OpenAPI document (openapi/schemas.ts,
+//    ResponseComponents) describes a type declared in libs/protocol.
+// 4. Requests. The class of every @Body() parameter of a route handler implements a type declared in
+//    libs/protocol: the DTO adds validation to the protocol's shape, it does not make up its own.
+// 5. Plain. libs/protocol imports nothing but its own files: no framework, no decorators.
+
+const ROOT = join(__dirname, '../..');
+const PROTOCOL = join(ROOT, 'libs/protocol/src');
+const SIDES = ['apps/coordinator/src', 'libs/client/src'];
+const WIRE_SUFFIXES = ['Request', 'Response', 'Decision', 'View', 'Item', 'Event', 'Body', 'Page', 'List', 'Log'];
+const WIRE_NAME = new RegExp(`(?:${WIRE_SUFFIXES.join('|')})$`);
+
+/** Exported names that end like a wire shape but never cross the wire, and why. */
+const NOT_WIRE_SHAPES: Record<string, string> = {
+  'apps/coordinator/src/auth/auth.guard.ts AuthenticatedRequest': 'the framework request with its principal',
+  'libs/client/src/events.ts Event': 'the SDK\u2019s listener registration function (cockatiel style)',
+  'libs/client/src/policy-events.ts RetryEvent': 'an in-process SDK event (onRetry), never sent',
+  'libs/client/src/policy-events.ts GiveUpEvent': 'an in-process SDK event (onGiveUp), never sent',
+  'libs/client/src/idempotency/fastify.ts FastifyLikeRequest': 'a structural view of a Fastify request',
+  'libs/client/src/idempotency/engine.ts IdempotencyDecision': 'the server middleware\u2019s local decision',
+};
+
+/** Classes a route may return because an interceptor sends something else: the document as stored. */
+const TRANSPORT_WRAPPERS: Record<string, string> = {
+  VersionedPolicy: 'PolicyDocumentInterceptor sends its document (validated by a policy DTO) with its ETag',
+};
+
+const HTTP_METHODS = new Set(['Get', 'Post', 'Put', 'Delete', 'Patch', 'Head', 'Options', 'All']);
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return /\.ts$/.test(entry.name) && !/\.(spec|test)\.ts$/.test(entry.name) ? [path] : [];
+  });
+}
+
+const repoPath = (file: string) => relative(ROOT, file).split(sep).join('/');
+const inProtocol = (file: string) => repoPath(file).startsWith('libs/protocol/src/');
+const isExported = (node: ts.Node) =>
+  ts.canHaveModifiers(node) && (ts.getModifiers(node) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword);
+
+function program(): ts.Program {
+  const configFile = ts.readConfigFile(join(ROOT, 'tsconfig.json'), ts.sys.readFile);
+  const parsed = ts.parseJsonConfigFileContent(configFile.config, ts.sys, ROOT);
+  const roots = SIDES.flatMap((side) => sourceFiles(join(ROOT, side)));
+  return ts.createProgram(roots, { ...parsed.options, noEmit: true });
+}
+
+describe('wire types: libs/protocol owns every wire shape', () => {
+  let prog: ts.Program;
+  let checker: ts.TypeChecker;
+
+  beforeAll(() => {
+    prog = program();
+    checker = prog.getTypeChecker();
+  });
+
+  const filesOf = (side: string) =>
+    prog.getSourceFiles().filter((file) => repoPath(file.fileName).startsWith(`${side}/`));
+
+  it('declares no exported wire-shaped interface or type outside libs/protocol', () => {
+    const found: string[] = [];
+    for (const side of SIDES) {
+      for (const file of filesOf(side)) {
+        if (/\.(spec|test)\.ts$/.test(file.fileName)) continue;
+        for (const statement of file.statements) {
+          if (!ts.isInterfaceDeclaration(statement) && !ts.isTypeAliasDeclaration(statement)) continue;
+          if (!isExported(statement) || !WIRE_NAME.test(statement.name.text)) continue;
+          const id = `${repoPath(file.fileName)} ${statement.name.text}`;
+          if (!NOT_WIRE_SHAPES[id]) found.push(id);
+        }
+      }
+    }
+    expect(found).toEqual([]);
+  });
+
+  /** Calls `each` with every route handler of the service. */
+  function forEachRoute(each: (where: string, member: ts.MethodDeclaration) => void): void {
+    for (const file of filesOf('apps/coordinator/src')) {
+      ts.forEachChild(file, function visit(node) {
+        if (ts.isClassDeclaration(node) && decoratorNames(node).includes('Controller')) {
+          for (const member of node.members) {
+            if (!ts.isMethodDeclaration(member) || !decoratorNames(member).some((name) => HTTP_METHODS.has(name)))
+              continue;
+            each(`${repoPath(file.fileName)} ${node.name?.text}.${(member.name as ts.Identifier).text}`, member);
+          }
+        }
+        ts.forEachChild(node, visit);
+      });
+    }
+  }
+
+  it('answers every route with void, text or named types of libs/protocol', () => {
+    const found: string[] = [];
+    forEachRoute((where, member) => {
+      const signature = checker.getSignatureFromDeclaration(member);
+      const problems = signature ? servedProblems(checker, unwrapPromise(checker, signature.getReturnType())) : [];
+      for (const problem of problems) found.push(`${where}: ${problem}`);
+    });
+    expect(found).toEqual([]);
+  });
+
+  it('takes every request body as a DTO implementing a type of libs/protocol', () => {
+    const found: string[] = [];
+    forEachRoute((where, member) => {
+      for (const parameter of member.parameters) {
+        if (!decoratorNames(parameter).includes('Body')) continue;
+        const symbol = checker.getTypeAtLocation(parameter).getSymbol();
+        const declaration = symbol?.getDeclarations()?.find(ts.isClassDeclaration);
+        const implemented = (declaration?.heritageClauses ?? [])
+          .filter((clause) => clause.token === ts.SyntaxKind.ImplementsKeyword)
+          .flatMap((clause) => clause.types)
+          .map((type) => checker.getTypeAtLocation(type))
+          .filter((type) => servedProblems(checker, type).length === 0);
+        if (implemented.length === 0) found.push(`${where}: ${symbol?.getName()} implements no type of libs/protocol`);
+      }
+    });
+    expect(found).toEqual([]);
+  });
+
+  it('documents only response schemas of types declared in libs/protocol', () => {
+    const file = prog.getSourceFile(join(ROOT, 'apps/coordinator/src/openapi/schemas.ts'));
+    const registry = file?.statements.find(
+      (statement): statement is ts.InterfaceDeclaration =>
+        ts.isInterfaceDeclaration(statement) && statement.name.text === 'ResponseComponents',
+    );
+    expect(registry).toBeDefined();
+    const found: string[] = [];
+    for (const member of registry!.members) {
+      if (!ts.isPropertySignature(member) || !member.type) continue;
+      const problems = servedProblems(checker, checker.getTypeFromTypeNode(member.type));
+      for (const problem of problems) found.push(`${(member.name as ts.Identifier).text}: ${problem}`);
+    }
+    expect(found).toEqual([]);
+  });
+
+  it('keeps libs/protocol plain: it imports only its own files', () => {
+    const found: string[] = [];
+    for (const path of sourceFiles(PROTOCOL)) {
+      const text = readFileSync(path, 'utf8');
+      for (const match of text.matchAll(/(?:from|import|require\()\s*['"]([^'"]+)['"]/g)) {
+        if (!match[1].startsWith('./')) found.push(`${repoPath(path)} imports ${match[1]}`);
+      }
+    }
+    expect(found).toEqual([]);
+  });
+});
+
+function decoratorNames(node: ts.Node): string[] {
+  if (!ts.canHaveDecorators(node)) return [];
+  return (ts.getDecorators(node) ?? []).flatMap((decorator) => {
+    const expression = ts.isCallExpression(decorator.expression)
+      ? decorator.expression.expression
+      : decorator.expression;
+    return ts.isIdentifier(expression) ? [expression.text] : [];
+  });
+}
+
+function unwrapPromise(checker: ts.TypeChecker, type: ts.Type): ts.Type {
+  const symbol = type.getSymbol();
+  if (symbol?.getName() === 'Promise') {
+    const [inner] = checker.getTypeArguments(type as ts.TypeReference);
+    if (inner) return inner;
+  }
+  return type;
+}
+
+/** Why `type` is not a served type of libs/protocol; [] when it is. */
+function servedProblems(checker: ts.TypeChecker, type: ts.Type): string[] {
+  const flags = ts.TypeFlags.Void | ts.TypeFlags.Undefined | ts.TypeFlags.String;
+  if (type.flags & flags) return [];
+  // A named alias (IdempotencyClaimResponse, a union) is judged by where the alias is declared.
+  if (type.aliasSymbol) return declaredInProtocol(type.aliasSymbol, checker.typeToString(type));
+  if (type.isUnion()) return type.types.flatMap((member) => servedProblems(checker, member));
+  const symbol = type.getSymbol();
+  if (!symbol || symbol.getName() === '__type' || symbol.getName() === '__object') {
+    return [`inline type ${checker.typeToString(type)}`];
+  }
+  if (TRANSPORT_WRAPPERS[symbol.getName()]) return [];
+  return declaredInProtocol(symbol, checker.typeToString(type));
+}
+
+function declaredInProtocol(symbol: ts.Symbol, name: string): string[] {
+  const declarations = symbol.getDeclarations() ?? [];
+  const outside = declarations.filter((declaration) => !inProtocol(declaration.getSourceFile().fileName));
+  return outside.length === 0 && declarations.length > 0
+    ? []
+    : [`${name} declared in ${outside.map((d) => repoPath(d.getSourceFile().fileName)).join(', ')}`];
+}
