@@ -1,6 +1,6 @@
 /**
  * The life of an idempotency key, as pure functions over its record: claim, complete, release.
- * The Lua twins are libs/store/src/redis/lua/*_idempotency_key.lua; the store conformance suite
+ * The Lua twins are libs/store/src/redis/lua/*_idempotency_key-1.lua; the store conformance suite
  * keeps them equal.
  *
  * A claim on a new key holds it in flight under a lease, fenced by the claimant's token. A claim

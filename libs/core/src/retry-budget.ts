@@ -5,7 +5,7 @@ const EPSILON = 1e-9;
 
 /**
  * The most retries the window may hold: `floor(ratio × requests + minRetriesPerSecond × windowSeconds)`.
- * The Lua twin is in libs/store/src/redis/lua/decide_retry.lua; the conformance suite keeps them equal.
+ * The Lua twin is in libs/store/src/redis/lua/decide_retry-4.lua; the conformance suite keeps them equal.
  */
 export function retryBudgetLimit(policy: RetryBudgetPolicy, requests: number): number {
   return Math.floor(policy.ratio * requests + policy.minRetriesPerSecond * policy.windowSeconds + EPSILON);

@@ -1,43 +1,104 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import type { ClientContext, Result } from 'ioredis';
+import { LATENCY_BOUNDS_MS } from '@sluice/core';
+import type { RedisClient } from './connection';
+import { luaCodeTable } from './script-codes';
 
-/** The atomic operations, one Lua file each under ./lua, with the number of KEYS they take. */
-export const SCRIPTS = {
-  decide_retry: { numberOfKeys: 4 },
-  record_outcomes: { numberOfKeys: 7 },
-  admit: { numberOfKeys: 5 },
-  take_rate_limit: { numberOfKeys: 2 },
-  release_lease: { numberOfKeys: 1 },
-  renew_lease: { numberOfKeys: 1 },
-  set_breaker: { numberOfKeys: 4 },
-  read_dependency: { numberOfKeys: 4 },
-  register_name: { numberOfKeys: 1 },
-  list_names: { numberOfKeys: 1 },
-  write_policy: { numberOfKeys: 1 },
-  read_policies: { numberOfKeys: 1 },
-  append_audit: { numberOfKeys: 1 },
-  read_audit: { numberOfKeys: 1 },
-  claim_idempotency_key: { numberOfKeys: 1 },
-  complete_idempotency_key: { numberOfKeys: 1 },
-  release_idempotency_key: { numberOfKeys: 1 },
-  read_idempotency_key: { numberOfKeys: 1 },
-  record_delivery_attempt: { numberOfKeys: 3 },
-  ack_delivery: { numberOfKeys: 1 },
-  list_dead_letters: { numberOfKeys: 2 },
-  redrive_dead_letter: { numberOfKeys: 3 },
-  purge_dead_letter: { numberOfKeys: 3 },
-  count_dead_letters: { numberOfKeys: 2 },
-} as const;
+export type ScriptArgument = string | number;
+/** A flat reply of numbers and strings, decoded by the script's caller. */
+type FlatReply = Array<string | number>;
 
-export type ScriptName = keyof typeof SCRIPTS;
+/**
+ * What each script under ./lua answers (the Output of its header), by name: the types of the
+ * script commands on every client (the ioredis augmentation below).
+ */
+export interface ScriptReplies {
+  decide_retry: FlatReply;
+  record_outcomes: FlatReply;
+  admit: FlatReply;
+  take_rate_limit: number[];
+  release_lease: number[];
+  renew_lease: number[];
+  set_breaker: FlatReply;
+  read_dependency: FlatReply;
+  register_name: number;
+  list_names: string[];
+  write_policy: number[];
+  read_policies: FlatReply;
+  append_audit: number;
+  read_audit: string[];
+  claim_idempotency_key: [code: number, value: number | string | undefined, token: string, recovered: number];
+  complete_idempotency_key: number;
+  release_idempotency_key: number;
+  read_idempotency_key: [state: 'in_flight' | 'completed', number, number, number, number] | [];
+  record_delivery_attempt: number[];
+  ack_delivery: number;
+  list_dead_letters: [depth: number, next: string, ...entries: string[]];
+  redrive_dead_letter: string | null;
+  purge_dead_letter: number;
+  count_dead_letters: number;
+}
+
+export type ScriptName = keyof ScriptReplies;
+
+/** One command per script: its KEYS, then its ARGV (the key count comes from the file name). */
+export type ScriptCommands<Context extends ClientContext> = {
+  [N in ScriptName]: (...keysThenArgs: ScriptArgument[]) => Result<ScriptReplies[N], Context>;
+};
+
+declare module 'ioredis' {
+  // The scripts RedisStore defines (defineScripts) are commands of every client.
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type
+  interface RedisCommander<Context> extends ScriptCommands<Context> {}
+}
 
 const LUA_DIR = join(__dirname, 'lua');
+/** `<name>-<number of KEYS>.lua`, as bullmq names its commands: the key count lives in the file name. */
+const SCRIPT_FILE = /^([a-z_]+)-(\d+)\.lua$/;
 const INCLUDE = /^--- @include "([a-z_]+)"$/gm;
+/** `${NAME}` in a Lua source: a value generated from its one source in TypeScript. */
+const GENERATED = /\$\{([A-Z_]+)\}/g;
+const GENERATORS: Record<string, () => string> = {
+  LATENCY_BOUNDS_MS: () => LATENCY_BOUNDS_MS.join(', '),
+  SCRIPT_CODES: luaCodeTable,
+};
 
-/** A script's source with its `--- @include "name"` lines replaced by ./lua/includes/name.lua. */
-export function loadScript(name: ScriptName): string {
-  const source = readFileSync(join(LUA_DIR, `${name}.lua`), 'utf8');
-  return source.replace(INCLUDE, (_line, include: string) =>
+export interface ScriptFile {
+  name: string;
+  numberOfKeys: number;
+  file: string;
+}
+
+/** The scripts under ./lua, each with the number of KEYS its file name gives. */
+export function scriptFiles(): ScriptFile[] {
+  return readdirSync(LUA_DIR).flatMap((file) => {
+    const match = SCRIPT_FILE.exec(file);
+    return match ? [{ name: match[1], numberOfKeys: Number(match[2]), file }] : [];
+  });
+}
+
+/**
+ * A script's source as Redis runs it: its `--- @include "name"` lines replaced by
+ * ./lua/includes/name.lua, and each `${NAME}` by the value generated for it (LATENCY_BOUNDS_MS of
+ * libs/core, the ScriptCode table), so the Lua and the TypeScript cannot drift.
+ */
+export function loadScript(name: string): string {
+  const script = scriptFiles().find((candidate) => candidate.name === name);
+  if (!script) throw new Error(`No Lua script ${name}-<keys>.lua in ${LUA_DIR}`);
+  const source = readFileSync(join(LUA_DIR, script.file), 'utf8').replace(INCLUDE, (_line, include: string) =>
     readFileSync(join(LUA_DIR, 'includes', `${include}.lua`), 'utf8'),
   );
+  return source.replace(GENERATED, (_placeholder, value: string) => {
+    const generate = GENERATORS[value];
+    if (!generate) throw new Error(`${script.file}: nothing generates \${${value}}`);
+    return generate();
+  });
+}
+
+/** Defines every script as a command of `client` (EVALSHA, reloaded on NOSCRIPT). */
+export function defineScripts(client: RedisClient): void {
+  for (const { name, numberOfKeys } of scriptFiles()) {
+    client.defineCommand(name, { lua: loadScript(name), numberOfKeys });
+  }
 }

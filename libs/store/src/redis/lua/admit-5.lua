@@ -4,7 +4,7 @@
   (leases in a sorted set, expired ones reclaimed first). Nothing is taken unless all say yes.
 
   With a caller-chosen request id, a grant is kept in KEYS[5] (fields pt, pe, li, le, iu: probe
-  token and expiry, lease id and expiry, leases in use) for ARGV[14] ms (at least 60 s and the
+  token and expiry, lease id and expiry, leases in use) for ARGV[8] ms (at least 60 s and the
   lease's and the probe's life: as long as a caller could ask again), and a repeat with that id
   answers the kept grant, its probe token and lease id, taking nothing twice. A refusal changed
   nothing and is not kept: a repeat of one is decided again.
@@ -14,41 +14,37 @@
     KEYS[2] probe leases sorted set (member: token, score: expiry in epoch ms)
     KEYS[3] rate limit TAT string
     KEYS[4] concurrency leases sorted set (member: lease id, score: expiry in epoch ms)
-    KEYS[5] the request id's grant hash (never touched when ARGV[13] is '')
-    ARGV[1] probe token, used if this call becomes the probe
-    ARGV[2] halfOpenProbes
-    ARGV[3] probeLeaseMs
-    ARGV[4] event channel
-    ARGV[5] dependency name
-    ARGV[6] rate, 0 when the dependency has no rate limit
-    ARGV[7] periodMs
-    ARGV[8] burst
-    ARGV[9] cost
-    ARGV[10] concurrency limit, 0 when none
-    ARGV[11] leaseMs
-    ARGV[12] lease id, used if a lease is granted
-    ARGV[13] request id, '' when none
-    ARGV[14] how long a grant is kept for a repeat, ms
+    KEYS[5] the request id's grant hash (never touched when ARGV[7] is '')
+    ARGV[1] the policy, cjson: { breaker = <breaker policy>, rateLimit = { rate, periodMs, burst }
+            or absent, concurrency = { limit, leaseMs } or absent }
+    ARGV[2] probe token, used if this call becomes the probe
+    ARGV[3] cost against the rate limit
+    ARGV[4] lease id, used if a lease is granted
+    ARGV[5] event channel
+    ARGV[6] dependency name
+    ARGV[7] request id, '' when none
+    ARGV[8] how long a grant is kept for a repeat, ms
 
   Output: { code, probeExpiresAt, leaseExpiresAt, retryAfterMs, leasesInUse, probeToken, leaseId,
             <breaker reply tail> }
-    code 1 granted, 3 breaker_open, 4 rate_limited, 5 concurrency_limited; -1 where a value
-    does not apply ('' for a token or id); for a repeat of a kept grant: 1 and the kept probe and
-    lease, with the breaker as it is now
+    code CODE.granted, CODE.breaker_open, CODE.rate_limited or CODE.concurrency_limited; -1 where
+    a value does not apply ('' for a token or id); for a repeat of a kept grant: CODE.granted and
+    the kept probe and lease, with the breaker as it is now
 ]]
 local rcall = redis.call
+--- @include "codes"
 --- @include "clock"
 --- @include "breaker"
 --- @include "gcra"
 
-local halfOpenProbes = tonumber(ARGV[2])
-local probeLeaseMs = tonumber(ARGV[3])
-local rate, periodMs, burst, cost = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-local concurrency, leaseMs, leaseId = tonumber(ARGV[10]), tonumber(ARGV[11]), ARGV[12]
-local requestId, requestKey = ARGV[13], KEYS[5]
+local policy = cjson.decode(ARGV[1])
+local halfOpenProbes, probeLeaseMs = policy.breaker.halfOpenProbes, policy.breaker.probeLeaseMs
+local rateLimit, concurrency = policy.rateLimit, policy.concurrency
+local cost, leaseId = tonumber(ARGV[3]), ARGV[4]
+local requestId, requestKey = ARGV[7], KEYS[5]
 
 local _, nowMs = serverTime()
-local breaker = breakerNow(KEYS[1], nowMs, ARGV[4], ARGV[5])
+local breaker = breakerNow(KEYS[1], nowMs, ARGV[5], ARGV[6])
 
 local function finish(code, probeExpiresAt, leaseExpiresAt, retryAfterMs, inUse, probeToken, grantedLeaseId)
   return breakerReply(breaker,
@@ -59,7 +55,7 @@ end
 if requestId ~= '' then
   local kept = rcall('HMGET', requestKey, 'pt', 'pe', 'li', 'le', 'iu')
   if kept[1] then
-    return finish(1, tonumber(kept[2]), tonumber(kept[4]), -1, tonumber(kept[5]), kept[1], kept[3])
+    return finish(CODE.granted, tonumber(kept[2]), tonumber(kept[4]), -1, tonumber(kept[5]), kept[1], kept[3])
   end
 end
 
@@ -69,44 +65,44 @@ if breaker.state == 'half_open' then
   rcall('ZREMRANGEBYSCORE', KEYS[2], '-inf', nowMs)
   if rcall('ZCARD', KEYS[2]) >= halfOpenProbes then
     local earliest = rcall('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-    return finish(3, -1, -1, math.max(tonumber(earliest[2]) - nowMs, 0), -1)
+    return finish(CODE.breaker_open, -1, -1, math.max(tonumber(earliest[2]) - nowMs, 0), -1)
   end
   probe = true
 elseif blocksCalls(breaker.state) then
-  return finish(3, -1, -1, breaker.openUntil and math.max(breaker.openUntil - nowMs, 0) or -1, -1)
+  return finish(CODE.breaker_open, -1, -1, breaker.openUntil and math.max(breaker.openUntil - nowMs, 0) or -1, -1)
 end
 
 -- 2. The rate limit, decided now and stored only if the call is admitted.
-local rateAllowed, newTat = true, nil
-if rate > 0 then
-  local allowed, _, retryAfterMs, _, tat = gcraTake(rate, periodMs, burst, tonumber(rcall('GET', KEYS[3])), nowMs, cost)
+local newTat = nil
+if rateLimit then
+  local allowed, _, retryAfterMs, _, tat = gcraTake(rateLimit, tonumber(rcall('GET', KEYS[3])), nowMs, cost)
   if not allowed then
-    return finish(4, -1, -1, retryAfterMs, -1)
+    return finish(CODE.rate_limited, -1, -1, retryAfterMs, -1)
   end
-  rateAllowed, newTat = allowed, tat
+  newTat = tat
 end
 
 -- 3. The concurrency limit.
 local leaseExpiresAt, inUse = -1, -1
-if concurrency > 0 then
+if concurrency then
   rcall('ZREMRANGEBYSCORE', KEYS[4], '-inf', nowMs)
   inUse = rcall('ZCARD', KEYS[4])
-  if inUse >= concurrency then
+  if inUse >= concurrency.limit then
     local earliest = rcall('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
-    return finish(5, -1, -1, math.max(tonumber(earliest[2]) - nowMs, 0), inUse)
+    return finish(CODE.concurrency_limited, -1, -1, math.max(tonumber(earliest[2]) - nowMs, 0), inUse)
   end
-  leaseExpiresAt = nowMs + leaseMs
+  leaseExpiresAt = nowMs + concurrency.leaseMs
   rcall('ZADD', KEYS[4], leaseExpiresAt, leaseId)
-  rcall('PEXPIRE', KEYS[4], leaseMs + 1000)
+  rcall('PEXPIRE', KEYS[4], concurrency.leaseMs + 1000)
   inUse = inUse + 1
 end
 
-if rateAllowed and newTat then
+if newTat then
   gcraSave(KEYS[3], newTat, nowMs)
 end
 local probeExpiresAt, probeToken = -1, ''
 if probe then
-  probeExpiresAt, probeToken = nowMs + probeLeaseMs, ARGV[1]
+  probeExpiresAt, probeToken = nowMs + probeLeaseMs, ARGV[2]
   rcall('ZADD', KEYS[2], probeExpiresAt, probeToken)
   rcall('PEXPIRE', KEYS[2], probeLeaseMs + 1000)
 end
@@ -114,6 +110,6 @@ local grantedLeaseId = leaseExpiresAt >= 0 and leaseId or ''
 if requestId ~= '' then
   rcall('HSET', requestKey, 'pt', probeToken, 'pe', probeExpiresAt, 'li', grantedLeaseId, 'le', leaseExpiresAt,
     'iu', inUse)
-  rcall('PEXPIRE', requestKey, tonumber(ARGV[14]))
+  rcall('PEXPIRE', requestKey, tonumber(ARGV[8]))
 end
-return finish(1, probeExpiresAt, leaseExpiresAt, -1, inUse, probeToken, grantedLeaseId)
+return finish(CODE.granted, probeExpiresAt, leaseExpiresAt, -1, inUse, probeToken, grantedLeaseId)

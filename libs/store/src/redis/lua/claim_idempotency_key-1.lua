@@ -18,14 +18,15 @@
     ARGV[5] claim id, '' when none
 
   Output:
-    { 1, leaseExpiresAt }   claimed
-    { 2, leaseExpiresAt }   recovered: an expired lease was taken over
-    { 3, response }         completed
-    { 4, leaseRemainingMs } in flight
-    { 5 }                   fingerprint mismatch
-    { 6, leaseExpiresAt, token, recovered (1/0) }  resumed: a repeat of the holder's own claim
+    { CODE.claimed, leaseExpiresAt }
+    { CODE.recovered, leaseExpiresAt }       an expired lease was taken over
+    { CODE.completed, response }
+    { CODE.in_flight, leaseRemainingMs }
+    { CODE.mismatch }                        another fingerprint
+    { CODE.resumed, leaseExpiresAt, token, recovered (1/0) }  a repeat of the holder's own claim
 ]]
 local rcall = redis.call
+--- @include "codes"
 --- @include "clock"
 
 local key = KEYS[1]
@@ -44,7 +45,7 @@ local function hold(code)
   local leaseExpiresAt = nowMs + leaseMs
   local ttl = math.max(leaseMs, retentionMs)
   rcall('HSET', key, 'st', 'in_flight', 'fp', fingerprint, 'tok', token, 'le', leaseExpiresAt, 'ra', retentionMs,
-    'ex', nowMs + ttl, 'rc', code == 2 and 1 or 0)
+    'ex', nowMs + ttl, 'rc', code == CODE.recovered and 1 or 0)
   if claimId ~= '' then
     rcall('HSET', key, 'cid', claimId)
   else
@@ -56,19 +57,19 @@ end
 
 if not state then
   rcall('HSET', key, 'ca', nowMs)
-  return hold(1)
+  return hold(CODE.claimed)
 end
 if record[2] ~= fingerprint then
-  return { 5 }
+  return { CODE.mismatch }
 end
 if state == 'completed' then
-  return { 3, record[4] }
+  return { CODE.completed, record[4] }
 end
 local leaseExpiresAt = tonumber(record[3])
 if leaseExpiresAt > nowMs then
   if claimId ~= '' and record[5] == claimId then
-    return { 6, leaseExpiresAt, record[6], record[7] == '1' and 1 or 0 }
+    return { CODE.resumed, leaseExpiresAt, record[6], record[7] == '1' and 1 or 0 }
   end
-  return { 4, leaseExpiresAt - nowMs }
+  return { CODE.in_flight, leaseExpiresAt - nowMs }
 end
-return hold(2)
+return hold(CODE.recovered)

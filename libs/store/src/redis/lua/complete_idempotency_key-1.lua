@@ -8,22 +8,23 @@
     ARGV[1] token
     ARGV[2] response (opaque text)
 
-  Output: 1 completed, 0 lease lost (unknown key, or another token holds it)
+  Output: CODE.completed, or CODE.lease_lost (unknown key, or another token holds it)
 ]]
 local rcall = redis.call
+--- @include "codes"
 --- @include "clock"
 
 local key = KEYS[1]
 local record = rcall('HMGET', key, 'st', 'tok', 'ra')
 if not record[1] or record[2] ~= ARGV[1] then
-  return 0
+  return CODE.lease_lost
 end
 if record[1] == 'completed' then
-  return 1
+  return CODE.completed
 end
 local _, nowMs = serverTime()
 local retentionMs = tonumber(record[3])
 rcall('HSET', key, 'st', 'completed', 'resp', ARGV[2], 'co', nowMs, 'ex', nowMs + retentionMs)
 rcall('HDEL', key, 'le')
 rcall('PEXPIRE', key, retentionMs)
-return 1
+return CODE.completed

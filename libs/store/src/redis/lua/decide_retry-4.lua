@@ -22,12 +22,15 @@
     ARGV[8] latency windowSeconds (the breaker window)
     ARGV[9] request id, '' when none
     ARGV[10] how long a grant is kept for a repeat, ms
+  (Flat numbers, not a cjson policy: three budget numbers, on the hottest path, which
+  test/bench/decisions.mjs also calls with EVALSHA.)
 
   Output: { code, retries, requests, limit, delayMs, <breaker reply tail> } after the decision
-    code 1 granted, 2 budget_exhausted, 3 deadline_exceeded, 4 breaker_open; for a repeat of a
-    kept grant: 1 and the kept budget and delay, with the breaker as it is now
+    code CODE.granted, CODE.budget_exhausted, CODE.deadline_exceeded or CODE.breaker_open; for a
+    repeat of a kept grant: CODE.granted and the kept budget and delay, with the breaker as it is now
 ]]
 local rcall = redis.call
+--- @include "codes"
 --- @include "clock"
 --- @include "window"
 --- @include "budget"
@@ -49,7 +52,7 @@ local breaker = breakerNow(KEYS[2], nowMs, ARGV[6], ARGV[7])
 if requestId ~= '' then
   local kept = rcall('HMGET', requestKey, 'rt', 'rq', 'lim', 'd')
   if kept[1] then
-    return breakerReply(breaker, { 1, tonumber(kept[1]), tonumber(kept[2]), tonumber(kept[3]), tonumber(kept[4]) })
+    return breakerReply(breaker, { CODE.granted, tonumber(kept[1]), tonumber(kept[2]), tonumber(kept[3]), tonumber(kept[4]) })
   end
 end
 
@@ -62,13 +65,13 @@ local function fleetP99()
   return latencyQuantile(windowSum(KEYS[3], LATENCY_FIELDS, second, tonumber(ARGV[8])), 0.99) or 0
 end
 
-local code = 1
+local code = CODE.granted
 if blocksCalls(breaker.state) then
-  code = 4
+  code = CODE.breaker_open
 elseif deadlineMs >= 0 and delayMs + fleetP99() > deadlineMs then
-  code = 3
+  code = CODE.deadline_exceeded
 elseif retries + 1 > limit then
-  code = 2
+  code = CODE.budget_exhausted
 else
   windowAdd(key, BUDGET_FIELDS, { 0, 1 }, second, windowSeconds)
   retries = retries + 1

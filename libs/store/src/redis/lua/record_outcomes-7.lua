@@ -13,19 +13,12 @@
     KEYS[5] probe leases sorted set (member: token, score: expiry in epoch ms)
     KEYS[6] latency window hash
     KEYS[7] active reporters sorted set (member: reporter, score: last report, epoch ms)
-    ARGV[1] requests (first attempts)
-    ARGV[2] successes
-    ARGV[3] failures
-    ARGV[4] slow
-    ARGV[5] budget windowSeconds
-    ARGV[6] reporter
-    ARGV[7] event channel
-    ARGV[8] dependency name
-    ARGV[9..18] breaker policy (BREAKER_POLICY_ARGS order)
-    ARGV[19] retries made without the fleet's grant
-    ARGV[20] n: how many latency counts follow (0, or one per fixed bucket)
-    ARGV[21..20+n] latency counts on the fixed bounds
-    ARGV[21+n..] probe outcomes as token, success (1 or 0) pairs
+    ARGV[1] the batch, cjson: { reporter, requests (first attempts), successes, failures, slow,
+            retries (made without the fleet's grant; absent: 0), probes = { { token, success }, ... },
+            latency = { counts on the fixed bounds } or absent }
+    ARGV[2] the policy, cjson: { budgetWindowSeconds, breaker = <breaker policy> }
+    ARGV[3] event channel
+    ARGV[4] dependency name
 
   Output: reporters in the budget window, <breaker reply tail> after the batch
 ]]
@@ -37,17 +30,14 @@ local rcall = redis.call
 --- @include "breaker"
 --- @include "latency"
 
-local requests = tonumber(ARGV[1])
-local successes = tonumber(ARGV[2])
-local failures = tonumber(ARGV[3])
-local slow = tonumber(ARGV[4])
-local budgetWindow = tonumber(ARGV[5])
-local reporter = ARGV[6]
-local policy = breakerPolicy(9)
+local batch = cjson.decode(ARGV[1])
+local options = cjson.decode(ARGV[2])
+local requests, successes, failures, slow = batch.requests, batch.successes, batch.failures, batch.slow
+local retries = batch.retries or 0
+local reporter = batch.reporter
+local budgetWindow = options.budgetWindowSeconds
+local policy = options.breaker
 local outcomeWindow = policy.windowSeconds
-local retries = tonumber(ARGV[19])
-local latencyCount = tonumber(ARGV[20])
-local firstProbe = 21 + latencyCount
 
 local second, nowMs = serverTime()
 local breaker = breakerLoad(KEYS[3])
@@ -55,9 +45,9 @@ breakerSettle(breaker, nowMs)
 
 -- Probe outcomes: only a live lease counts, and only while half-open.
 rcall('ZREMRANGEBYSCORE', KEYS[5], '-inf', nowMs)
-for i = firstProbe, #ARGV, 2 do
-  if breaker.state == 'half_open' and rcall('ZREM', KEYS[5], ARGV[i]) == 1 then
-    if ARGV[i + 1] == '1' then
+for _, probe in ipairs(batch.probes) do
+  if breaker.state == 'half_open' and rcall('ZREM', KEYS[5], probe.token) == 1 then
+    if probe.success then
       if breaker.successes + 1 >= policy.closeAfterSuccesses then
         breakerMove(breaker, 'closed', nowMs, nil, 0, 0, nil)
       else
@@ -69,13 +59,9 @@ for i = firstProbe, #ARGV, 2 do
   end
 end
 
-if latencyCount > 0 then
-  local counts = {}
-  for i = 1, latencyCount do
-    counts[i] = tonumber(ARGV[20 + i])
-  end
+if batch.latency and #batch.latency > 0 then
   windowPrune(KEYS[6], LATENCY_FIELDS, second, outcomeWindow)
-  windowAdd(KEYS[6], LATENCY_FIELDS, counts, second, outcomeWindow)
+  windowAdd(KEYS[6], LATENCY_FIELDS, batch.latency, second, outcomeWindow)
 end
 windowPrune(KEYS[1], BUDGET_FIELDS, second, budgetWindow)
 if requests + retries > 0 then
@@ -112,5 +98,5 @@ local reporters = rcall('ZCARD', KEYS[7])
 if #breaker.transitions > 0 or breaker.state == 'half_open' then
   breakerSave(KEYS[3], breaker, nowMs)
 end
-breakerPublish(ARGV[7], ARGV[8], breaker)
+breakerPublish(ARGV[3], ARGV[4], breaker)
 return breakerReply(breaker, { reporters })

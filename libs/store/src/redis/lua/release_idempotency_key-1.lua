@@ -6,16 +6,18 @@
     KEYS[1] the key's record hash
     ARGV[1] token
 
-  Output: 1 released, 2 absent (unknown or expired), 0 lease lost (another token, or completed)
+  Output: CODE.released, CODE.absent (unknown or expired), or CODE.lease_lost (another token,
+    or completed)
 ]]
 local rcall = redis.call
+--- @include "codes"
 
 local record = rcall('HMGET', KEYS[1], 'st', 'tok')
 if not record[1] then
-  return 2
+  return CODE.absent
 end
 if record[1] ~= 'in_flight' or record[2] ~= ARGV[1] then
-  return 0
+  return CODE.lease_lost
 end
 rcall('DEL', KEYS[1])
-return 1
+return CODE.released

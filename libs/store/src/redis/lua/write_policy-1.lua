@@ -11,10 +11,11 @@
     ARGV[5] namespace event channel
 
   Output: { code, version }
-    code 1 written (version is the new one), 2 precondition failed (version is the current one,
-    0 when none), 3 nothing to delete
+    CODE.written (version is the new one), CODE.precondition_failed (version is the current one,
+    0 when none), CODE.not_found (nothing to delete)
 ]]
 local rcall = redis.call
+--- @include "codes"
 
 local kind, name, document, condition = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local docField = 'doc:' .. kind .. ':' .. name
@@ -23,14 +24,14 @@ local versionField = 'ver:' .. kind .. ':' .. name
 local exists = rcall('HEXISTS', KEYS[1], docField) == 1
 local version = tonumber(rcall('HGET', KEYS[1], versionField)) or 0
 if condition == 'absent' and exists then
-  return { 2, version }
+  return { CODE.precondition_failed, version }
 end
 if condition ~= '' and condition ~= 'absent' and (not exists or tonumber(condition) ~= version) then
-  return { 2, exists and version or 0 }
+  return { CODE.precondition_failed, exists and version or 0 }
 end
 if document == '' then
   if not exists then
-    return { 3, 0 }
+    return { CODE.not_found, 0 }
   end
   rcall('HDEL', KEYS[1], docField)
 else
@@ -39,4 +40,4 @@ end
 -- The version outlives a delete, so an ETag is never reused for another document.
 version = rcall('HINCRBY', KEYS[1], versionField, 1)
 rcall('SPUBLISH', ARGV[5], cjson.encode({ type = 'policy', kind = kind, name = name }))
-return { 1, version }
+return { CODE.written, version }

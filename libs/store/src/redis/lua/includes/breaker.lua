@@ -5,21 +5,9 @@
 ]]
 local BREAKER_EPSILON = 1e-9
 
--- Breaker policy values from ARGV, starting at index i (order: BREAKER_POLICY_ARGS in TS).
-local function breakerPolicy(i)
-  return {
-    failureRateThreshold = tonumber(ARGV[i]),
-    slowCallRateThreshold = tonumber(ARGV[i + 1]),
-    minimumCalls = tonumber(ARGV[i + 2]),
-    windowSeconds = tonumber(ARGV[i + 3]),
-    openMs = tonumber(ARGV[i + 4]),
-    maxOpenMs = tonumber(ARGV[i + 5]),
-    halfOpenProbes = tonumber(ARGV[i + 6]),
-    closeAfterSuccesses = tonumber(ARGV[i + 7]),
-    probeLeaseMs = tonumber(ARGV[i + 8]),
-    minReporters = tonumber(ARGV[i + 9]),
-  }
-end
+-- A breaker policy (libs/protocol BreakerPolicy) travels as one cjson-encoded table with its
+-- fields by name: failureRateThreshold, slowCallRateThreshold, minimumCalls, windowSeconds, openMs,
+-- maxOpenMs, halfOpenProbes, closeAfterSuccesses, probeLeaseMs, minReporters.
 
 local function breakerLoad(key)
   local v = rcall('HMGET', key, 'state', 'since', 'openUntil', 'opens', 'successes', 'reason')

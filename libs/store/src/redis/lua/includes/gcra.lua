@@ -1,7 +1,8 @@
 --[[
   The generic cell rate algorithm; twin of libs/core gcraTake. One stored value per limit: the
-  theoretical arrival time (TAT, epoch ms, fractional). Returns allowed (true/false), remaining,
-  retryAfterMs, resetMs and the TAT to store (unchanged when denied).
+  theoretical arrival time (TAT, epoch ms, fractional). The policy is a table { rate, periodMs,
+  burst } (libs/protocol RateLimitPolicy, decoded from cjson). Returns allowed (true/false),
+  remaining, retryAfterMs, resetMs and the TAT to store (unchanged when denied).
 ]]
 local GCRA_EPSILON = 1e-6
 
@@ -9,9 +10,9 @@ local function gcraRemaining(tolerance, backlog, interval)
   return math.max(0, math.floor((tolerance - backlog) / interval + GCRA_EPSILON))
 end
 
-local function gcraTake(rate, periodMs, burst, storedTat, nowMs, cost)
-  local interval = periodMs / rate
-  local tolerance = interval * burst
+local function gcraTake(policy, storedTat, nowMs, cost)
+  local interval = policy.periodMs / policy.rate
+  local tolerance = interval * policy.burst
   local tat = math.max(storedTat or nowMs, nowMs)
   local nextTat = tat + interval * cost
   local allowAt = nextTat - tolerance

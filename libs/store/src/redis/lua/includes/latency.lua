@@ -1,9 +1,9 @@
 --[[
   Fleet latency histograms on fixed bucket bounds (ms); twin of libs/core latency-histogram.ts.
   Counters l1 .. l<#LATENCY_BOUNDS + 1> in a sliding window hash; the last bucket is the overflow.
+  The bounds are LATENCY_BOUNDS_MS of libs/core, written in by loadScript (scripts.ts): one source.
 ]]
-local LATENCY_BOUNDS = { 1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000,
-  3000, 5000, 7500, 10000, 15000, 20000, 30000, 60000 }
+local LATENCY_BOUNDS = { ${LATENCY_BOUNDS_MS} }
 local LATENCY_FIELDS = {}
 for i = 1, #LATENCY_BOUNDS + 1 do
   LATENCY_FIELDS[i] = 'l' .. i

@@ -1,0 +1,71 @@
+import { LATENCY_BOUNDS_MS, type BreakerRecord, type BreakerSnapshot, type BreakerTransition } from '@sluice/core';
+import type { BreakerState } from '@sluice/protocol';
+import type { SluiceKeys } from '../keys';
+import type { BreakerAdminStore } from '../roles/breakers';
+import type { ScriptRunner } from './script-runner';
+
+/** Reads the breaker reply tail (breakerReply() in lua/includes/breaker.lua) starting at `offset`. */
+export function breakerFromReply(reply: ReadonlyArray<string | number>, offset: number): BreakerSnapshot {
+  const nullable = (value: string | number) => (Number(value) < 0 ? null : Number(value));
+  const record: BreakerRecord = {
+    state: reply[offset] as BreakerState,
+    since: nullable(reply[offset + 1]),
+    openUntil: nullable(reply[offset + 2]),
+    opens: 0,
+    probeSuccesses: 0,
+    reason: reply[offset + 3] === '' ? null : String(reply[offset + 3]),
+  };
+  const transitions: BreakerTransition[] = [];
+  for (let i = offset + 4; i + 1 < reply.length; i += 2) {
+    transitions.push({ from: reply[i] as BreakerState, to: reply[i + 1] as BreakerState });
+  }
+  return { record, transitions };
+}
+
+/** Operators' view and actions on a dependency: set_breaker-4.lua and read_dependency-4.lua. */
+export function redisBreakers(scripts: ScriptRunner, keys: SluiceKeys): BreakerAdminStore {
+  return {
+    async setBreaker(ref, action) {
+      const dependency = keys.dependency(ref.namespace, ref.dependency);
+      const reply = await scripts.run(
+        'set_breaker',
+        dependency.breaker,
+        dependency.outcomes,
+        dependency.reporters,
+        dependency.probes,
+        action.action,
+        action.action === 'reset' ? -1 : (action.durationMs ?? -1),
+        action.action === 'reset' ? '' : action.reason,
+        dependency.events,
+        ref.dependency,
+      );
+      return breakerFromReply(reply, 0);
+    },
+
+    async readDependency(ref, policy) {
+      const dependency = keys.dependency(ref.namespace, ref.dependency);
+      const { budget } = policy;
+      const reply = await scripts.run(
+        'read_dependency',
+        dependency.budget,
+        dependency.outcomes,
+        dependency.breaker,
+        dependency.latency,
+        budget.ratio,
+        budget.minRetriesPerSecond,
+        budget.windowSeconds,
+        policy.outcomeWindowSeconds,
+        dependency.events,
+        ref.dependency,
+      );
+      const [retries, requests, limit, successes, failures, slow] = reply.map(Number);
+      const latencyEnd = 6 + LATENCY_BOUNDS_MS.length + 1;
+      return {
+        budget: { retries, requests, limit, windowSeconds: budget.windowSeconds },
+        outcomes: { successes, failures, slow },
+        latency: reply.slice(6, latencyEnd).map(Number),
+        breaker: breakerFromReply(reply, latencyEnd),
+      };
+    },
+  };
+}

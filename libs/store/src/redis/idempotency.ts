@@ -1,0 +1,66 @@
+import type { SluiceKeys } from '../keys';
+import type { IdempotencyRef, IdempotencyStore } from '../roles/idempotency';
+import { scriptOutcome } from './script-codes';
+import type { ScriptRunner } from './script-runner';
+
+/** Idempotency keys, one hash each: the *_idempotency_key-1.lua scripts. */
+export function redisIdempotency(scripts: ScriptRunner, keys: SluiceKeys): IdempotencyStore {
+  const record = (ref: IdempotencyRef) => keys.idempotency(ref.namespace, ref.key).record;
+  return {
+    async claimIdempotencyKey(ref, claim) {
+      const [code, value, token, recovered] = await scripts.run(
+        'claim_idempotency_key',
+        record(ref),
+        claim.fingerprint,
+        claim.token,
+        claim.leaseMs,
+        claim.retentionMs,
+        claim.claimId ?? '',
+      );
+      const outcome = scriptOutcome('claim_idempotency_key', code, [
+        'claimed',
+        'recovered',
+        'completed',
+        'in_flight',
+        'mismatch',
+        'resumed',
+      ]);
+      switch (outcome) {
+        case 'resumed':
+          return { outcome, token, leaseExpiresAt: Number(value), recovered: recovered === 1 };
+        case 'claimed':
+        case 'recovered':
+          return { outcome, leaseExpiresAt: Number(value) };
+        case 'completed':
+          return { outcome, response: String(value) };
+        case 'in_flight':
+          return { outcome, leaseRemainingMs: Number(value) };
+        case 'mismatch':
+          return { outcome };
+      }
+    },
+
+    async completeIdempotencyKey(ref, completion) {
+      const code = await scripts.run('complete_idempotency_key', record(ref), completion.token, completion.response);
+      return scriptOutcome('complete_idempotency_key', code, ['completed', 'lease_lost']);
+    },
+
+    async releaseIdempotencyKey(ref, token) {
+      const code = await scripts.run('release_idempotency_key', record(ref), token);
+      return scriptOutcome('release_idempotency_key', code, ['released', 'absent', 'lease_lost']);
+    },
+
+    async readIdempotencyKey(ref) {
+      const reply = await scripts.run('read_idempotency_key', record(ref));
+      if (reply.length === 0) return null;
+      const [state, createdAt, expiresAt, leaseExpiresAt, completedAt] = reply;
+      return {
+        state,
+        createdAt,
+        expiresAt,
+        ...(leaseExpiresAt >= 0 ? { leaseExpiresAt } : {}),
+        ...(completedAt >= 0 ? { completedAt } : {}),
+      };
+    },
+  };
+}
