@@ -6,11 +6,11 @@ import type { Principal } from '../auth/token-registry';
 import { DependencyParams, LimitParams, NamespaceParams, QueueParams } from '../common/params.dto';
 import { policyRoutes } from '../openapi/policy-routes';
 import { TAGS } from '../openapi/tags';
-import { PolicyAdminService } from '../policies/policy-admin.service';
-import { DependencyPolicyDto, QueuePolicyDto, NamedLimitPolicyDto } from '../policies/policy.dto';
-import { PolicyDocumentInterceptor } from '../policies/policy-document.interceptor';
-import { WritePrecondition, type Precondition } from '../policies/policy-preconditions';
-import type { PolicyTarget, VersionedPolicy } from '../policies/policy-target';
+import { PolicyAdminService } from './policy-admin.service';
+import { DependencyPolicyDto, QueuePolicyDto, NamedLimitPolicyDto } from './policy.dto';
+import { PolicyDocumentInterceptor } from './policy-document.interceptor';
+import { WritePrecondition, type Precondition } from './policy-preconditions';
+import type { PolicyTarget, VersionedPolicy } from './policy-target';
 import { PolicyChangeQuery } from './policies.dto';
 
 const DEFAULT = policyRoutes({

@@ -7,7 +7,7 @@ import { DependencyRegistry } from '../dependencies/dependency-registry.service'
 import { MetricsService } from '../metrics/metrics.service';
 import { PolicyService } from '../policies/policy.service';
 import { STORE } from '../store/store.provider';
-import { BreakerMetrics } from './breaker-metrics';
+import { BreakerMetrics } from '../breakers/breaker-metrics';
 
 /**
  * Decides "may I make this call?": one atomic store call checks the breaker (and hands out the
