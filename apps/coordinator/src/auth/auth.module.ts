@@ -1,0 +1,19 @@
+import { Module } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import type { SluiceConfig } from '../config/config';
+import { SLUICE_CONFIG } from '../config/config.module';
+import { AuthGuard } from './auth.guard';
+import { TokenRegistry } from './token-registry';
+
+/** Bearer tokens from the configuration, checked on every route by a global guard. */
+@Module({
+  providers: [
+    {
+      provide: TokenRegistry,
+      inject: [SLUICE_CONFIG],
+      useFactory: (config: SluiceConfig) => new TokenRegistry(config.tokens),
+    },
+    { provide: APP_GUARD, useClass: AuthGuard },
+  ],
+})
+export class AuthModule {}

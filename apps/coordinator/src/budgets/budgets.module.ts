@@ -1,0 +1,14 @@
+import { Module } from '@nestjs/common';
+import { DependencyViewController } from './dependency-view.controller';
+import { DependencyViewService } from './dependency-view.service';
+import { ReportsController } from './reports.controller';
+import { ReportsService } from './reports.service';
+import { RetryController } from './retry.controller';
+import { RetryService } from './retry.service';
+
+/** Retry decisions against the budget, outcome reports, and the dependency's combined view. */
+@Module({
+  controllers: [RetryController, ReportsController, DependencyViewController],
+  providers: [RetryService, ReportsService, DependencyViewService],
+})
+export class BudgetsModule {}

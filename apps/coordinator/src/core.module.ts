@@ -1,0 +1,41 @@
+import { Global, Module, type DynamicModule } from '@nestjs/common';
+import { BreakerMetrics } from './breakers/breaker-metrics';
+import type { SluiceConfig } from './config/config';
+import { ConfigModule } from './config/config.module';
+import { DependencyRegistry } from './dependencies/dependency-registry.service';
+import { MetricsService } from './metrics/metrics.service';
+import type { PoliciesFile } from './policies/policies-file';
+import { POLICIES_FILE, PolicyService } from './policies/policy.service';
+import { StoreLifecycle } from './store/store-lifecycle';
+import { STORE, storeProvider } from './store/store.provider';
+
+export interface CoreModuleOptions {
+  config: SluiceConfig;
+  policies: PoliciesFile;
+}
+
+/**
+ * What every feature shares: the validated configuration, the store (and its lifecycle), the
+ * metrics, the effective policies and the registry of known dependencies. Global, so a feature
+ * module lists only its own controllers and providers.
+ */
+@Global()
+@Module({})
+export class CoreModule {
+  static register({ config, policies }: CoreModuleOptions): DynamicModule {
+    return {
+      module: CoreModule,
+      imports: [ConfigModule.register(config)],
+      providers: [
+        storeProvider,
+        StoreLifecycle,
+        MetricsService,
+        BreakerMetrics,
+        DependencyRegistry,
+        PolicyService,
+        { provide: POLICIES_FILE, useValue: policies },
+      ],
+      exports: [STORE, MetricsService, BreakerMetrics, DependencyRegistry, PolicyService, POLICIES_FILE],
+    };
+  }
+}
