@@ -19,7 +19,13 @@ const FILE = parsePolicies(
   'test',
 );
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Whether `promise` has settled, after the microtasks queued so far have run. */
+async function settled(promise: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  void promise.finally(() => (done = true)).catch(() => undefined);
+  await jest.advanceTimersByTimeAsync(0);
+  return done;
+}
 
 describe('PolicySeeder', () => {
   let store: MemoryStore;
@@ -35,6 +41,8 @@ describe('PolicySeeder', () => {
   };
 
   beforeEach(() => {
+    // The seeder's boot wait and retry schedule run on timers: a fake clock drives them.
+    jest.useFakeTimers();
     store = new MemoryStore();
     policies = new PolicyService(FILE, store);
   });
@@ -43,6 +51,7 @@ describe('PolicySeeder', () => {
     seeders.splice(0).forEach((created) => created.beforeApplicationShutdown());
     await policies.beforeApplicationShutdown();
     jest.restoreAllMocks();
+    jest.useRealTimers();
   });
 
   it("lists every namespace document of the file, but not the file's own default", () => {
@@ -85,23 +94,27 @@ describe('PolicySeeder', () => {
       .mockRejectedValueOnce(new StoreUnavailableError('down'))
       .mockRejectedValueOnce(new StoreUnavailableError('down'));
     const background = seeder();
-    const started = Date.now();
-    await background.onApplicationBootstrap();
-    expect(Date.now() - started).toBeLessThan(500);
-    // The one failed write is retried; the others succeeded and are not written again.
+    // Boot goes on as soon as the pass failed: no time passes.
+    expect(await settled(background.onApplicationBootstrap())).toBe(true);
+    // The two failed writes are retried; the others succeeded and are not written again.
     expect(background.done).toBe(false);
-    await sleep(1300);
+    expect(write).toHaveBeenCalledTimes(5);
+    await jest.advanceTimersByTimeAsync(999);
+    expect(write).toHaveBeenCalledTimes(5); // the retry is due 1 s after the failure
+    await jest.advanceTimersByTimeAsync(1);
     expect(background.done).toBe(true);
     expect(write).toHaveBeenCalledTimes(5 + 2);
     expect((await policies.forDependency('search', 'index')).mode).toBe('enforce');
   });
 
-  it('waits at most about 2 s at boot for a store that does not answer', async () => {
+  it('waits 2 s at boot for a store that does not answer, and no longer', async () => {
     jest.spyOn(store, 'writePolicy').mockImplementation(() => new Promise(() => undefined));
-    const started = Date.now();
-    await seeder().onApplicationBootstrap();
-    expect(Date.now() - started).toBeGreaterThanOrEqual(1900);
-    expect(Date.now() - started).toBeLessThan(2500);
+    const boot = seeder().onApplicationBootstrap();
+    expect(await settled(boot)).toBe(false);
+    await jest.advanceTimersByTimeAsync(1999);
+    expect(await settled(boot)).toBe(false);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(await settled(boot)).toBe(true);
   });
 
   it('stops retrying at shutdown', async () => {
@@ -110,7 +123,7 @@ describe('PolicySeeder', () => {
     await stopped.onApplicationBootstrap();
     const calls = write.mock.calls.length;
     stopped.beforeApplicationShutdown();
-    await sleep(1300);
+    await jest.advanceTimersByTimeAsync(120_000); // past every retry the schedule would have made
     expect(write).toHaveBeenCalledTimes(calls);
     expect(stopped.done).toBe(false);
   });
