@@ -1,7 +1,7 @@
 import request from 'supertest';
-import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { TokenDefinition } from '../../apps/coordinator/src/config/tokens';
-import { ADMIN_TOKEN, bearer, createTestCoordinator } from '../support/coordinator';
+import { ADMIN_TOKEN, bearer } from '../support/coordinator';
+import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 /** An operator of the shop namespace only. */
 const SHOP_ADMIN: TokenDefinition = {
@@ -12,10 +12,10 @@ const SHOP_ADMIN: TokenDefinition = {
 };
 
 describe('the audit log is scoped to the namespaces a token covers', () => {
-  let app: NestFastifyApplication;
+  let coordinator: TestCoordinator;
   beforeAll(async () => {
-    app = await createTestCoordinator({ tokens: [ADMIN_TOKEN, SHOP_ADMIN] });
-    const server = app.getHttpServer();
+    coordinator = await testCoordinator({ config: { tokens: [ADMIN_TOKEN, SHOP_ADMIN] } });
+    const { server } = coordinator;
     for (const ns of ['shop', 'billing']) {
       await request(server)
         .post(`/admin/v1/${ns}/breakers/pay/trip`)
@@ -24,10 +24,10 @@ describe('the audit log is scoped to the namespaces a token covers', () => {
         .expect(200);
     }
   });
-  afterAll(() => app.close());
+  afterAll(() => coordinator?.close());
 
   it('lets a namespace admin read its own namespace, and nothing wider', async () => {
-    const server = app.getHttpServer();
+    const { server } = coordinator;
     const own = await request(server).get('/admin/v1/audit?ns=shop').set(bearer(SHOP_ADMIN)).expect(200);
     expect(own.body.items.map((entry: { namespace: string }) => entry.namespace)).toEqual(['shop']);
     const other = await request(server).get('/admin/v1/audit?ns=billing').set(bearer(SHOP_ADMIN)).expect(403);
@@ -37,7 +37,7 @@ describe('the audit log is scoped to the namespaces a token covers', () => {
   });
 
   it('lets an admin of every namespace read the whole log', async () => {
-    const all = await request(app.getHttpServer()).get('/admin/v1/audit').set(bearer(ADMIN_TOKEN)).expect(200);
+    const all = await request(coordinator.server).get('/admin/v1/audit').set(bearer(ADMIN_TOKEN)).expect(200);
     expect(all.body.items.map((entry: { namespace: string }) => entry.namespace)).toEqual(['shop', 'billing']);
   });
 });

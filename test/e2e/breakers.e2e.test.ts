@@ -1,9 +1,6 @@
 import request from 'supertest';
-import { Redis } from 'ioredis';
-import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { ADMIN_TOKEN, SHOP_TOKEN, bearer, createTestCoordinator, writePoliciesFile } from '../support/coordinator';
-import { sleep } from '../support/time';
-import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
+import { ADMIN_TOKEN, SHOP_TOKEN, bearer } from '../support/coordinator';
+import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 /** A fast breaker for namespace shop: opens after 10 calls, 300 ms open (doubling up to 1200), 2 probe successes close it. */
 const OPEN_MS = 300;
@@ -21,9 +18,6 @@ const POLICIES = {
   },
 };
 
-/** Lets the breaker's open duration pass (the stores read their own clock, the same host's). */
-const waitPast = (instant: number) => sleep(Math.max(instant - Date.now(), 0) + 60);
-
 jest.setTimeout(20_000);
 
 const BREAKER_STATES = ['closed', 'open', 'half_open', 'forced_open', 'forced_closed'];
@@ -32,9 +26,10 @@ describe.each([
   ['embedded store', false],
   ['Redis', true],
 ])('circuit breakers end to end (%s)', (_label, useRedis) => {
-  const keyPrefix = uniquePrefix('breakers-e2e');
-  let app: NestFastifyApplication;
-  let server: ReturnType<NestFastifyApplication['getHttpServer']>;
+  let coordinator: TestCoordinator;
+  let server: TestCoordinator['server'];
+  /** Lets the breaker's open duration pass on the store's clock (Redis's TIME, or this process's). */
+  const waitPast = (instant: number) => coordinator.waitPast(instant);
 
   const client = bearer(SHOP_TOKEN);
   const admin = bearer(ADMIN_TOKEN);
@@ -65,23 +60,15 @@ describe.each([
   const metrics = async () => (await request(server).get('/metrics').expect(200)).text;
 
   beforeAll(async () => {
-    app = await createTestCoordinator({
-      redisUrl: useRedis ? SHARED_REDIS_URL : undefined,
-      keyPrefix,
-      policiesFile: writePoliciesFile(POLICIES),
-      storeTimeoutMs: 2000,
-      tokens: [ADMIN_TOKEN, SHOP_TOKEN],
+    coordinator = await testCoordinator({
+      redis: useRedis,
+      label: 'breakers-e2e',
+      policies: POLICIES,
+      config: { tokens: [ADMIN_TOKEN, SHOP_TOKEN] },
     });
-    server = app.getHttpServer();
+    server = coordinator.server;
   });
-  afterAll(async () => {
-    await app?.close();
-    if (useRedis) {
-      const redis = new Redis(SHARED_REDIS_URL, { protocol: 2 });
-      await deleteKeysWithPrefix(redis, keyPrefix);
-      redis.disconnect();
-    }
-  });
+  afterAll(() => coordinator?.close());
 
   it('opens on failures, refuses retries and calls, half-opens after openMs, hands out one probe, closes after 2 probe successes', async () => {
     const dep = 'life';

@@ -3,14 +3,13 @@ import { builtinModules } from 'node:module';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, posix } from 'node:path';
-import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { parse, parseAllDocuments } from 'yaml';
 import { ConfigError } from '../../apps/coordinator/src/config/config-error';
 import { loadConfig } from '../../apps/coordinator/src/config/config';
 import { parseTokens } from '../../apps/coordinator/src/config/tokens';
 import { MetricsService } from '../../apps/coordinator/src/metrics/metrics.service';
 import { readPoliciesFile } from '../../apps/coordinator/src/policies/policies-file';
-import { createTestCoordinator } from '../support/coordinator';
+import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 import { promtool, readExpression, readRuleFile, type PrometheusRule } from '../support/prometheus';
 
 // Every deployment file is parsed and checked against the code: ports, probe and scrape paths,
@@ -91,19 +90,19 @@ const VALID_TOKENS = JSON.stringify([
 ]);
 
 describe('deployment files match the code', () => {
-  let app: NestFastifyApplication;
+  let coordinator: TestCoordinator;
   let families: Map<string, string[]>;
 
   beforeAll(async () => {
-    app = await createTestCoordinator();
+    coordinator = await testCoordinator();
     families = await metricFamilies();
   });
   afterAll(async () => {
-    await app?.close();
+    await coordinator?.close();
   });
 
   async function expectRoute(path: string): Promise<void> {
-    const response = await app.getHttpAdapter().getInstance().inject({ method: 'GET', url: path });
+    const response = await coordinator.app.getHttpAdapter().getInstance().inject({ method: 'GET', url: path });
     expect({ path, status: response.statusCode }).toEqual({ path, status: 200 });
   }
 

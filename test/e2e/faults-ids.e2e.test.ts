@@ -1,11 +1,8 @@
-import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { Redis } from 'ioredis';
 import request from 'supertest';
 import { SluiceKeys } from '@sluice/store';
-import { createTestCoordinator } from '../support/coordinator';
-import { writePoliciesFile } from '../support/policies';
-import { deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
+import { uniquePrefix } from '../support/redis';
 import { RedisServerProcess, waitUntil } from '../support/redis-server';
+import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 /*
  * "A 503 hides nothing" (API.md §Conventions). A coordinator on a private redis-server (never the
@@ -50,13 +47,12 @@ describe('a 503 hides nothing: caller-chosen ids across a hung Redis (private re
   const redis = new RedisServerProcess();
   const prefix = uniquePrefix('faults-ids');
   const keys = new SluiceKeys(prefix);
-  const policiesFile = writePoliciesFile(POLICIES);
-  let app: NestFastifyApplication | undefined;
-  let direct: Redis | undefined;
+  let coordinator: TestCoordinator | undefined;
+  const direct = () => coordinator!.redisClient();
 
-  const post = (path: string, body: object) => request(app!.getHttpServer()).post(path).send(body);
+  const post = (path: string, body: object) => request(coordinator!.server).post(path).send(body);
   const retriesOfPay = async () =>
-    (await request(app!.getHttpServer()).get('/v1/shop/deps/pay').expect(200)).body.budget.retries as number;
+    (await request(coordinator!.server).get('/v1/shop/deps/pay').expect(200)).body.budget.retries as number;
 
   function signalRedis(signal: 'SIGSTOP' | 'SIGCONT'): void {
     const { pid } = redis;
@@ -66,14 +62,15 @@ describe('a 503 hides nothing: caller-chosen ids across a hung Redis (private re
 
   beforeAll(async () => {
     await redis.start();
-    direct = new Redis(redis.url, { protocol: 2 });
-    app = await createTestCoordinator({
-      redisUrl: redis.url,
-      keyPrefix: prefix,
-      policiesFile: policiesFile.path,
-      storeTimeoutMs: STORE_TIMEOUT_MS,
-      // No shedding on event-loop delay: every 503 here must be the store's.
-      maxEventLoopDelayMs: 0,
+    coordinator = await testCoordinator({
+      redis: redis.url,
+      policies: POLICIES,
+      config: {
+        keyPrefix: prefix,
+        storeTimeoutMs: STORE_TIMEOUT_MS,
+        // No shedding on event-loop delay: every 503 here must be the store's.
+        maxEventLoopDelayMs: 0,
+      },
     });
   });
 
@@ -86,11 +83,8 @@ describe('a 503 hides nothing: caller-chosen ids across a hung Redis (private re
       // already gone
     }
     try {
-      await app?.close();
-      if (direct) await deleteKeysWithPrefix(direct, prefix);
+      await coordinator?.close();
     } finally {
-      direct?.disconnect();
-      policiesFile.cleanup();
       await redis.cleanup();
     }
   });
@@ -99,7 +93,7 @@ describe('a 503 hides nothing: caller-chosen ids across a hung Redis (private re
     // Warm up: the namespace's policies read, `pay` registered and every script loaded, so that
     // while Redis is hung each call below reaches its own script (and nothing else) before timing out.
     const warm = await post(PATHS.admit, { requestId: 'warm-up' }).expect(200);
-    await request(app!.getHttpServer()).delete(`/v1/shop/deps/pay/leases/${warm.body.lease.id}`).expect(204);
+    await request(coordinator!.server).delete(`/v1/shop/deps/pay/leases/${warm.body.lease.id}`).expect(204);
     await post(PATHS.take, { key: 'warm-up' }).expect(200);
     await post('/v1/shop/idempotency/warm-up/claim', { fingerprint: 'sha256:warm-up' }).expect(201);
     await post(PATHS.attempt, { messageId: 'warm-up' }).expect(200);
@@ -134,8 +128,8 @@ describe('a 503 hides nothing: caller-chosen ids across a hung Redis (private re
     const attemptsKey = keys.deliveryAttempts('shop', 'orders', MESSAGE_ID);
     await waitUntil(
       async () =>
-        (await direct!.exists(recordKey, rateKey, attemptsKey)) === 3 &&
-        (await direct!.zcard(leasesKey)) === 1 &&
+        (await direct().exists(recordKey, rateKey, attemptsKey)) === 3 &&
+        (await direct().zcard(leasesKey)) === 1 &&
         (await retriesOfPay()) === 1,
       LAND_TIMEOUT_MS,
       () => 'the calls that answered 503 did not change the state once Redis was resumed',
@@ -144,10 +138,10 @@ describe('a 503 hides nothing: caller-chosen ids across a hung Redis (private re
     // Asked again with the same ids: the first outcomes, no second change.
     const claim = await post(PATHS.claim, CLAIM).expect(201);
     expect(claim.body).toMatchObject({ state: 'claimed', resumed: true, recovered: false });
-    expect(claim.body.token).toBe(await direct!.hget(recordKey, 'tok'));
+    expect(claim.body.token).toBe(await direct().hget(recordKey, 'tok'));
     const admit = await post(PATHS.admit, ADMIT).expect(200);
     expect(admit.body).toMatchObject({ allow: true, reason: 'granted', lease: { id: expect.any(String) } });
-    expect(await direct!.zrange(leasesKey, '0', '-1')).toEqual([admit.body.lease.id]);
+    expect(await direct().zrange(leasesKey, '0', '-1')).toEqual([admit.body.lease.id]);
     const take = await post(PATHS.take, TAKE).expect(200);
     expect(take.body).toMatchObject({ allow: true, limit: 1, remaining: 0 });
     const attempt = await post(PATHS.attempt, ATTEMPT).expect(200);
@@ -179,11 +173,11 @@ describe('a 503 hides nothing: caller-chosen ids across a hung Redis (private re
     expect(await retriesOfPay()).toBe(2);
 
     // The resumed token and the repeated lease are the real ones: they complete the key and free the slot.
-    await request(app!.getHttpServer())
+    await request(coordinator!.server)
       .put(`/v1/shop/idempotency/${IDEMPOTENCY_KEY}`)
       .send({ token: claim.body.token, response: { status: 201, headers: {}, body: 'ordered' } })
       .expect(204);
-    await request(app!.getHttpServer()).delete(`/v1/shop/deps/pay/leases/${admit.body.lease.id}`).expect(204);
+    await request(coordinator!.server).delete(`/v1/shop/deps/pay/leases/${admit.body.lease.id}`).expect(204);
     expect((await post(PATHS.admit, { requestId: 'admit-3' }).expect(200)).body).toMatchObject({ allow: true });
   });
 });

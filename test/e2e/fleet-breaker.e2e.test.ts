@@ -1,8 +1,5 @@
-import { Redis } from 'ioredis';
-import { startCoordinator, startFleet, writePoliciesFile, type RunningCoordinator } from '../support/coordinator';
-import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
 import { openEventStream } from '../support/sse';
-import { sleep } from '../support/time';
+import { testCoordinator, type TestCoordinator, type TestInstance } from '../support/test-coordinator';
 
 // The probe lease outlasts a 200-request storm on a busy 2-core machine by a wide margin.
 const FAST_BREAKER = { minimumCalls: 10, openMs: 300, probeLeaseMs: 2000, closeAfterSuccesses: 1 };
@@ -28,29 +25,26 @@ interface AdmitAnswer {
 }
 
 describe('one breaker for the whole fleet (two instances, one Redis)', () => {
-  const keyPrefix = uniquePrefix('fleet-breaker');
-  let a: RunningCoordinator;
-  let b: RunningCoordinator;
+  let fleet: TestCoordinator;
+  let a: TestInstance;
+  let b: TestInstance;
 
   beforeAll(async () => {
-    const policiesFile = writePoliciesFile(POLICIES);
-    [a, b] = await startFleet({
-      redisUrl: SHARED_REDIS_URL,
-      keyPrefix,
-      storeTimeoutMs: 2000,
-      policiesFile,
-      sseHeartbeatMs: 200,
+    fleet = await testCoordinator({
+      redis: true,
+      label: 'fleet-breaker',
+      listen: true,
+      instances: 2,
+      policies: POLICIES,
+      config: { sseHeartbeatMs: 200 },
     });
+    [a, b] = fleet.instances;
   });
 
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
-    const client = new Redis(SHARED_REDIS_URL, { protocol: 2 });
-    await deleteKeysWithPrefix(client, keyPrefix);
-    client.disconnect();
-  });
+  afterAll(() => fleet?.close());
 
-  async function openBreaker(dep: string): Promise<void> {
+  /** Opens the breaker of `dep` and returns when it may half-open (its `openUntil`). */
+  async function openBreaker(dep: string): Promise<number> {
     const res = await post(`${a.url}/v1/fleet/reports`, {
       reporter: 'pod-a',
       deps: [{ dep, requests: 10, successes: 0, failures: 10, slow: 0 }],
@@ -58,6 +52,8 @@ describe('one breaker for the whole fleet (two instances, one Redis)', () => {
     expect(
       ((await res.json()) as { deps: Record<string, { breaker: { state: string } }> }).deps[dep].breaker.state,
     ).toBe('open');
+    const view = (await (await fetch(`${b.url}/v1/fleet/deps/${dep}`)).json()) as { breaker: { openUntil: number } };
+    return view.breaker.openUntil;
   }
 
   /** 200 concurrent admits, split across both instances. */
@@ -93,8 +89,7 @@ describe('one breaker for the whole fleet (two instances, one Redis)', () => {
   ])(
     '%s: exactly halfOpenProbes of 200 concurrent admits get a probe, and again after the leases expire',
     async (dep, probes) => {
-      await openBreaker(dep);
-      await sleep(350); // the open duration passes on Redis's clock
+      await fleet.waitPast(await openBreaker(dep)); // the open duration passes on Redis's clock
 
       const first = await admitStorm(dep);
       const firstProbes = first.filter((answer) => answer.probe);
@@ -106,7 +101,8 @@ describe('one breaker for the whole fleet (two instances, one Redis)', () => {
       // Exactly one call, on one of the two instances, made the open → half_open transition.
       expect(await transitionsCounted('open', 'half_open', dep)).toBe(1);
 
-      await sleep(2100); // every lease expires with no outcome reported
+      // Every lease expires (on Redis's clock) with no outcome reported.
+      await fleet.waitPast(Math.max(...firstProbes.map((answer) => answer.probe!.expiresAt)));
       const second = await admitStorm(dep);
       const secondProbes = second.filter((answer) => answer.probe);
       expect(secondProbes).toHaveLength(probes);
@@ -180,7 +176,7 @@ describe('one breaker for the whole fleet (two instances, one Redis)', () => {
   });
 
   it('ends open streams cleanly when the instance shuts down', async () => {
-    const extra = await startCoordinator({ redisUrl: SHARED_REDIS_URL, keyPrefix, storeTimeoutMs: 2000 });
+    const extra = await fleet.addInstance();
     const stream = await openEventStream(`${extra.url}/v1/fleet/events?deps=payments-api`);
     await stream.next((frame) => frame.event === 'breaker');
     await extra.close();

@@ -3,9 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { Redis } from 'ioredis';
-import { startCoordinator, type RunningCoordinator } from '../support/coordinator';
-import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
+import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 // Crash recovery with a holder that really dies: a child process (the BUILT SDK, dist/) claims
 // an idempotency key and is SIGKILLed mid-work. After its lease the next claim is recovered, and
@@ -127,6 +125,7 @@ async function untilNotInFlight(ask: () => Promise<Answer>, first: Answer): Prom
   while (answer.status === 409) {
     const wait = expectInFlight(answer);
     if (Date.now() + wait > deadline) throw new Error(`still in flight after ${polls} polls`);
+    // The holder's lease runs out on Redis's clock (TIME): wait what the answer says it needs.
     await delay(wait);
     answer = await ask();
     polls++;
@@ -135,10 +134,8 @@ async function untilNotInFlight(ask: () => Promise<Answer>, first: Answer): Prom
 }
 
 describe('idempotency crash recovery with a holder process that is really killed (Redis, built SDK)', () => {
-  const keyPrefix = uniquePrefix('idem-crash');
   const holders: Holder[] = [];
-  let coordinator: RunningCoordinator;
-  let redis: Redis;
+  let coordinator: TestCoordinator;
 
   const holder = (args: string[]) => {
     const started = new Holder(args);
@@ -160,17 +157,12 @@ describe('idempotency crash recovery with a holder process that is really killed
 
   beforeAll(async () => {
     if (!existsSync(BUILT_SDK)) throw new Error(`${BUILT_SDK} is missing: run npm run build first (npm test does)`);
-    redis = new Redis(SHARED_REDIS_URL, { protocol: 2 });
-    coordinator = await startCoordinator({ redisUrl: SHARED_REDIS_URL, keyPrefix, storeTimeoutMs: 2000 });
+    coordinator = await testCoordinator({ redis: true, label: 'idem-crash', listen: true });
   });
 
   afterAll(async () => {
     await Promise.all(holders.map((h) => h.kill()));
     await coordinator?.close();
-    if (redis) {
-      await deleteKeysWithPrefix(redis, keyPrefix);
-      redis.disconnect();
-    }
   });
 
   it('a killed claim holder blocks the key until its lease ends; then the claim is recovered and its token fenced', async () => {

@@ -3,7 +3,6 @@ import request from 'supertest';
 import { SHARED_REDIS_URL } from '../support/redis';
 import { startCoordinators, type Coordinators } from '../support/sdk-suites';
 import { createCoordinatorOn, type TestCoordinator } from '../support/test-coordinator';
-import { sleep } from '../support/time';
 
 const BINARY = randomBytes(4096);
 const STORED = {
@@ -23,6 +22,12 @@ describe.each([
   let coordinator: TestCoordinator;
   let server: TestCoordinator['server'];
   const path = (key: string, ns = 'shop') => `/v1/${ns}/idempotency/${key}`;
+  /** When the holder's lease of `key` runs out (on the store's clock); it must be `leaseMs` after the claim. */
+  const leaseEnd = async (key: string, leaseMs: number, ns = 'shop'): Promise<number> => {
+    const view = (await request(server).get(path(key, ns)).expect(200)).body;
+    expect(view.leaseExpiresAt - view.createdAt).toBe(leaseMs);
+    return view.leaseExpiresAt as number;
+  };
   const claim = (key: string, body: object = { fingerprint: 'sha256:a' }, ns = 'shop') =>
     request(server)
       .post(`${path(key, ns)}/claim`)
@@ -117,7 +122,7 @@ describe.each([
   it('recovers a key whose holder died: after the lease the next claim is recovered, the old token is fenced', async () => {
     const key = newKey();
     const crashed = (await claim(key, { fingerprint: 'sha256:a', leaseMs: 200 }).expect(201)).body;
-    await sleep(300);
+    await coordinator.waitPast(await leaseEnd(key, 200));
     const successor = await claim(key).expect(201);
     expect(successor.body).toMatchObject({ state: 'claimed', recovered: true });
     expect(successor.body.token).not.toBe(crashed.token);
@@ -131,7 +136,9 @@ describe.each([
     const key = newKey();
     const { token } = (await claim(key, { fingerprint: 'sha256:a', retentionSeconds: 1 }).expect(201)).body;
     await complete(key, token).expect(204);
-    await sleep(1100);
+    const kept = (await request(server).get(path(key)).expect(200)).body;
+    expect(kept.expiresAt - kept.completedAt).toBe(1000); // retentionSeconds: 1, on the store's clock
+    await coordinator.waitPast(kept.expiresAt);
     await request(server).get(path(key)).expect(404);
     const fresh = await claim(key, { fingerprint: 'sha256:other' }).expect(201);
     expect(fresh.body.recovered).toBe(false);
@@ -167,7 +174,7 @@ describe.each([
     const { token } = (await claim(key, { fingerprint: 'm', leaseMs: 500 }, 'counted').expect(201)).body;
     await claim(key, { fingerprint: 'm' }, 'counted').expect(409);
     await claim(key, { fingerprint: 'x' }, 'counted').expect(422);
-    await sleep(600);
+    await coordinator.waitPast(await leaseEnd(key, 500, 'counted'));
     const recovered = (await claim(key, { fingerprint: 'm' }, 'counted').expect(201)).body;
     expect(recovered.recovered).toBe(true);
     expect(token).not.toBe(recovered.token);

@@ -1,11 +1,6 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Redis } from 'ioredis';
 import { LATENCY_BOUNDS_MS } from '@sluice/core';
-import { startCoordinator, type RunningCoordinator } from '../support/coordinator';
-import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
+import { testCoordinator, type TestCoordinator, type TestInstance } from '../support/test-coordinator';
 import { sleep } from '../support/time';
 
 /*
@@ -59,12 +54,6 @@ const post = (url: string, body?: unknown) =>
     ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
   });
 
-function writePolicies(document: object): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'sluice-limits-')), 'policies.json');
-  writeFileSync(path, JSON.stringify(document));
-  return path;
-}
-
 /** The fields a 400 names. */
 const fieldsOf = (body: ErrorAnswer): string[] => (body.details ?? []).map((detail) => detail.field);
 
@@ -72,7 +61,7 @@ const fieldsOf = (body: ErrorAnswer): string[] => (body.details ?? []).map((deta
  * The value of one Prometheus sample, matched on its name and exactly these labels (in any order);
  * undefined when the series is absent.
  */
-async function metric(instance: RunningCoordinator, name: string, labels: Record<string, string>) {
+async function metric(instance: TestInstance, name: string, labels: Record<string, string>) {
   const text = await (await fetch(`${instance.url}/metrics`)).text();
   for (const line of text.split('\n')) {
     const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
@@ -123,38 +112,37 @@ function histogramOf(boundsMs: number[], samples: number[]): { boundsMs: number[
 const repeat = (value: number, times: number): number[] => new Array<number>(times).fill(value);
 
 describe('limits, bulkheads and percentiles across two instances on one Redis', () => {
-  const keyPrefix = uniquePrefix('limits-e2e');
-  let a: RunningCoordinator;
-  let b: RunningCoordinator;
+  let fleet: TestCoordinator;
+  let a: TestInstance;
+  let b: TestInstance;
   const instances = () => [a, b];
 
   beforeAll(async () => {
-    const policiesFile = writePolicies({
-      namespaces: {
-        shop: {
-          limits: { hourly: { rate: 100, periodMs: 3_600_000, burst: 100 } },
-          dependencies: {
-            bulkhead: { concurrency: { limit: 10, leaseMs: 2000 } },
-            killed: { concurrency: { limit: 10, leaseMs: 1000 } },
-            timed: { backoff: { baseMs: 100, capMs: 2000, jitter: 'none' } },
+    fleet = await testCoordinator({
+      redis: true,
+      label: 'limits-e2e',
+      listen: true,
+      instances: 2,
+      policies: {
+        namespaces: {
+          shop: {
+            limits: { hourly: { rate: 100, periodMs: 3_600_000, burst: 100 } },
+            dependencies: {
+              bulkhead: { concurrency: { limit: 10, leaseMs: 2000 } },
+              killed: { concurrency: { limit: 10, leaseMs: 1000 } },
+              timed: { backoff: { baseMs: 100, capMs: 2000, jitter: 'none' } },
+            },
           },
         },
       },
     });
-    const config = { redisUrl: SHARED_REDIS_URL, keyPrefix, storeTimeoutMs: 2000, policiesFile };
-    [a, b] = await Promise.all([startCoordinator(config), startCoordinator(config)]);
+    [a, b] = fleet.instances;
   });
 
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
-    const client = new Redis(SHARED_REDIS_URL, { protocol: 2 });
-    await deleteKeysWithPrefix(client, keyPrefix);
-    client.disconnect();
-  });
+  afterAll(() => fleet?.close());
 
   describe('a named limit of 100 per hour, burst 100', () => {
-    const take = (instance: RunningCoordinator, key: string) =>
-      post(`${instance.url}/v1/shop/limits/hourly/take`, { key });
+    const take = (instance: TestInstance, key: string) => post(`${instance.url}/v1/shop/limits/hourly/take`, { key });
 
     it('grants exactly 100 of 1,000 concurrent takes of one key split across both instances', async () => {
       const answers = await Promise.all(
@@ -212,10 +200,10 @@ describe('limits, bulkheads and percentiles across two instances on one Redis', 
   });
 
   describe('a bulkhead of 10 concurrent calls', () => {
-    const admit = (instance: RunningCoordinator, dep: string) => post(`${instance.url}/v1/shop/deps/${dep}/admit`, {});
-    const release = (instance: RunningCoordinator, dep: string, id: string) =>
+    const admit = (instance: TestInstance, dep: string) => post(`${instance.url}/v1/shop/deps/${dep}/admit`, {});
+    const release = (instance: TestInstance, dep: string, id: string) =>
       fetch(`${instance.url}/v1/shop/deps/${dep}/leases/${id}`, { method: 'DELETE' });
-    const renew = (instance: RunningCoordinator, dep: string, id: string) =>
+    const renew = (instance: TestInstance, dep: string, id: string) =>
       post(`${instance.url}/v1/shop/deps/${dep}/leases/${id}/renew`);
 
     it('never lets 50 workers on two instances hold more than 10 leases, and does fill all 10', async () => {
@@ -352,7 +340,7 @@ describe('limits, bulkheads and percentiles across two instances on one Redis', 
     const samplesA = [...repeat(20, 900), ...repeat(200, 40)];
     const samplesB = [...repeat(200, 40), ...repeat(2000, 20)];
 
-    const report = (instance: RunningCoordinator, reporter: string, bounds: number[], samples: number[]) =>
+    const report = (instance: TestInstance, reporter: string, bounds: number[], samples: number[]) =>
       post(`${instance.url}/v1/shop/reports`, {
         reporter,
         deps: [
@@ -366,12 +354,12 @@ describe('limits, bulkheads and percentiles across two instances on one Redis', 
           },
         ],
       });
-    const view = async (instance: RunningCoordinator) => {
+    const view = async (instance: TestInstance) => {
       const res = await fetch(`${instance.url}/v1/shop/deps/timed`);
       expect(res.status).toBe(200);
       return ((await res.json()) as { latency: LatencySummary }).latency;
     };
-    const retry = (instance: RunningCoordinator, deadlineMs: number) =>
+    const retry = (instance: TestInstance, deadlineMs: number) =>
       post(`${instance.url}/v1/shop/deps/timed/retry`, { attempt: 1, idempotent: true, status: 503, deadlineMs });
 
     it('serves p50/p95/p99 within one fixed bucket of the truth, adding up two reporters', async () => {
@@ -422,27 +410,27 @@ describe('limits, bulkheads and percentiles across two instances on one Redis', 
 });
 
 describe('limits, admits and shadow mode on the embedded store', () => {
-  let app: RunningCoordinator;
+  let app: TestCoordinator;
 
   beforeAll(async () => {
-    const policiesFile = writePolicies({
-      namespaces: {
-        shop: {
-          limits: { 'per-second': { rate: 100, periodMs: 1000, burst: 20 } },
-          dependencies: {
-            'shadow-budget': { mode: 'shadow', retryBudget: { ratio: 0, minRetriesPerSecond: 0 } },
-            'shadow-breaker': { mode: 'shadow' },
-            rated: { rateLimit: { rate: 3, periodMs: 3_600_000, burst: 3 } },
+    app = await testCoordinator({
+      listen: true,
+      policies: {
+        namespaces: {
+          shop: {
+            limits: { 'per-second': { rate: 100, periodMs: 1000, burst: 20 } },
+            dependencies: {
+              'shadow-budget': { mode: 'shadow', retryBudget: { ratio: 0, minRetriesPerSecond: 0 } },
+              'shadow-breaker': { mode: 'shadow' },
+              rated: { rateLimit: { rate: 3, periodMs: 3_600_000, burst: 3 } },
+            },
           },
         },
       },
     });
-    app = await startCoordinator({ policiesFile });
   });
 
-  afterAll(async () => {
-    await app?.close();
-  });
+  afterAll(() => app?.close());
 
   const take = (limit: string, body: unknown) => post(`${app.url}/v1/shop/limits/${limit}/take`, body);
   const admit = (dep: string, body?: unknown) => post(`${app.url}/v1/shop/deps/${dep}/admit`, body);

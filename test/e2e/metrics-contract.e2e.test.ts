@@ -2,9 +2,7 @@ import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
-import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { stringify } from 'yaml';
-import { createTestCoordinator } from '../support/coordinator';
 import {
   matches,
   parseExposition,
@@ -16,6 +14,7 @@ import {
   type Selector,
 } from '../support/prometheus';
 import { RedisServerProcess } from '../support/redis-server';
+import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 // The alert rules must not refer to metrics or labels the service does not expose: a rename in
 // the code would leave an alert that can never fire. Through the real app, on a private Redis: a
@@ -69,7 +68,7 @@ function rawSelectors(expression: string, outer: Selector['matchers'] = [], seen
 
 describe('metrics contract: what the alert rules select exists after a real scenario', () => {
   const redis = new RedisServerProcess();
-  let app: NestFastifyApplication;
+  let coordinator: TestCoordinator | undefined;
   let samples: Sample[];
   let families: Map<string, string>;
   const value = (name: string, labels: Record<string, string>): number =>
@@ -79,10 +78,8 @@ describe('metrics contract: what the alert rules select exists after a real scen
 
   beforeAll(async () => {
     await redis.start();
-    const policiesFile = join(mkdtempSync(join(tmpdir(), 'sluice-contract-')), 'policies.json');
-    writeFileSync(policiesFile, JSON.stringify(POLICIES));
-    app = await createTestCoordinator({ redisUrl: redis.url, policiesFile, storeTimeoutMs: 500 });
-    const server = app.getHttpServer();
+    coordinator = await testCoordinator({ redis: redis.url, policies: POLICIES, config: { storeTimeoutMs: 500 } });
+    const { server } = coordinator;
 
     // A retry budget exhausted: the limit granted, then every retry refused.
     for (let i = 0; i < BUDGET_LIMIT + DENIED; i++) {
@@ -114,7 +111,7 @@ describe('metrics contract: what the alert rules select exists after a real scen
     // With Redis gone the app's shutdown hooks wait for it (to unsubscribe its policy watches):
     // bring it back first.
     await redis.start();
-    await app?.close();
+    await coordinator?.close();
     await redis.cleanup();
   });
 

@@ -1,25 +1,19 @@
-import { Redis } from 'ioredis';
-import { startFleet, type RunningCoordinator } from '../support/coordinator';
-import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
+import { testCoordinator, type TestCoordinator, type TestInstance } from '../support/test-coordinator';
 
 const post = (url: string, body: unknown) =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
 describe('the budget holds across instances', () => {
-  const keyPrefix = uniquePrefix('fleet');
-  let a: RunningCoordinator;
-  let b: RunningCoordinator;
+  let fleet: TestCoordinator;
+  let a: TestInstance;
+  let b: TestInstance;
 
   beforeAll(async () => {
-    [a, b] = await startFleet({ redisUrl: SHARED_REDIS_URL, keyPrefix, storeTimeoutMs: 2000 });
+    fleet = await testCoordinator({ redis: true, label: 'fleet', listen: true, instances: 2 });
+    [a, b] = fleet.instances;
   });
 
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
-    const client = new Redis(SHARED_REDIS_URL, { protocol: 2 });
-    await deleteKeysWithPrefix(client, keyPrefix);
-    client.disconnect();
-  });
+  afterAll(() => fleet?.close());
 
   it('counts the fleet: every distinct reporter, through either instance, once', async () => {
     const report = async (url: string, reporter: string) => {

@@ -1,6 +1,6 @@
 import { shedReason } from '../../apps/coordinator/src/overload/load-shedding';
-import { startCoordinator, type RunningCoordinator } from '../support/coordinator';
 import { RedisServerProcess, waitUntil } from '../support/redis-server';
+import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 const RETRY = { attempt: 1, idempotent: true, status: 503 };
 
@@ -17,17 +17,17 @@ describe('shedReason', () => {
 
 describe('an instance past its in-flight cap', () => {
   const redis = new RedisServerProcess();
-  let coordinator: RunningCoordinator;
+  let coordinator: TestCoordinator | undefined;
 
   const post = (path: string, body: object) =>
-    fetch(`${coordinator.url}${path}`, {
+    fetch(`${coordinator!.url}${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
     });
 
   const metric = async (name: string): Promise<number> => {
-    const text = await (await fetch(`${coordinator.url}/metrics`)).text();
+    const text = await (await fetch(`${coordinator!.url}/metrics`)).text();
     const line = text
       .split('\n')
       .find((candidate) => candidate.startsWith(`${name} `) || candidate.startsWith(`${name}{`));
@@ -41,7 +41,11 @@ describe('an instance past its in-flight cap', () => {
 
   beforeAll(async () => {
     await redis.start();
-    coordinator = await startCoordinator({ redisUrl: redis.url, storeTimeoutMs: 10_000, maxInFlight: 2 });
+    coordinator = await testCoordinator({
+      redis: redis.url,
+      listen: true,
+      config: { storeTimeoutMs: 10_000, maxInFlight: 2 },
+    });
   });
 
   afterAll(async () => {
@@ -68,7 +72,7 @@ describe('an instance past its in-flight cap', () => {
     expect(shed.status).toBe(503);
     expect(shed.headers.get('retry-after')).toBe('1');
     expect(await shed.json()).toMatchObject({ statusCode: 503, code: 'overloaded' });
-    expect((await fetch(`${coordinator.url}/health/live`)).status).toBe(200);
+    expect((await fetch(`${coordinator!.url}/health/live`)).status).toBe(200);
     expect(await metric('sluice_overload_rejections_total')).toBe(1);
 
     signalRedis('SIGCONT');

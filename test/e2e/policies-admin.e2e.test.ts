@@ -1,10 +1,8 @@
 import request from 'supertest';
-import { Redis } from 'ioredis';
-import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DEFAULT_DEPENDENCY_POLICY, mergeDependencyPolicy } from '@sluice/protocol';
 import { PolicyService } from '../../apps/coordinator/src/policies/policy.service';
-import { ADMIN_TOKEN, SHOP_TOKEN, bearer, createTestCoordinator } from '../support/coordinator';
-import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
+import { ADMIN_TOKEN, SHOP_TOKEN, bearer } from '../support/coordinator';
+import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 /**
  * The admin API's policy documents (API.md §Admin API, §Policy document) through the real app with
@@ -63,29 +61,19 @@ describe.each([
   ['embedded store', false],
   ['Redis', true],
 ])('policy documents through the admin API (%s)', (_label, useRedis) => {
-  const keyPrefix = uniquePrefix('policies-admin');
-  let app: NestFastifyApplication;
-  let server: ReturnType<NestFastifyApplication['getHttpServer']>;
+  let coordinator: TestCoordinator;
+  let server: TestCoordinator['server'];
 
   beforeAll(async () => {
-    app = await createTestCoordinator({
-      tokens: [ADMIN_TOKEN, SHOP_TOKEN],
-      redisUrl: useRedis ? SHARED_REDIS_URL : undefined,
-      keyPrefix,
-      storeTimeoutMs: 2000,
-      maxDependenciesPerNamespace: 20,
+    coordinator = await testCoordinator({
+      redis: useRedis,
+      label: 'policies-admin',
+      config: { tokens: [ADMIN_TOKEN, SHOP_TOKEN], maxDependenciesPerNamespace: 20 },
     });
-    server = app.getHttpServer();
+    server = coordinator.server;
   });
 
-  afterAll(async () => {
-    await app?.close();
-    if (useRedis) {
-      const redis = new Redis(SHARED_REDIS_URL, { protocol: 2 });
-      await deleteKeysWithPrefix(redis, `${keyPrefix}:`);
-      redis.disconnect();
-    }
-  });
+  afterAll(() => coordinator?.close());
 
   const get = (path: string) => request(server).get(path).set(admin);
   const put = (path: string, body: object, headers: Record<string, string> = {}) =>
@@ -366,7 +354,7 @@ describe.each([
     });
 
     it('serves named limits and queues to the services that use them', async () => {
-      const policies = app.get(PolicyService);
+      const policies = coordinator.app.get(PolicyService);
       expect(await policies.forLimit(NS, 'checkout')).toBeUndefined();
       expect(await policies.forQueue(NS, 'emails')).toEqual({
         maxAttempts: 5,

@@ -1,16 +1,12 @@
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import request from 'supertest';
-import { Redis } from 'ioredis';
-import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Store } from '@sluice/store';
-import { POLICY_CACHE_TTL_MS } from '../../apps/coordinator/src/policies/policy.service';
+import { PolicySeeder } from '../../apps/coordinator/src/policies/policy-seeder';
+import { PolicyService } from '../../apps/coordinator/src/policies/policy.service';
 import { STORE } from '../../apps/coordinator/src/store/store.provider';
-import { ADMIN_TOKEN, bearer, createTestCoordinator, writePoliciesFile } from '../support/coordinator';
+import { ADMIN_TOKEN, bearer } from '../support/coordinator';
 import { findFreePort } from '../support/ports';
-import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
 import { RedisServerProcess, waitUntil } from '../support/redis-server';
-import { sleep } from '../support/time';
+import { testCoordinator, type TestCoordinator, type TestInstance } from '../support/test-coordinator';
 
 /**
  * Managed policies across a fleet: two coordinators on one Redis (one key prefix) see one version
@@ -21,7 +17,7 @@ import { sleep } from '../support/time';
 jest.setTimeout(30_000);
 
 const admin = bearer(ADMIN_TOKEN);
-type Server = ReturnType<NestFastifyApplication['getHttpServer']>;
+type Server = TestInstance['server'];
 
 /** How long pub/sub may take to reach the other instance: far below the cache TTL. */
 const DELIVERY_BOUND_MS = 1000;
@@ -29,80 +25,92 @@ const DELIVERY_BOUND_MS = 1000;
 const retry = (server: Server, ns: string, dep: string, attempt: number) =>
   request(server).post(`/v1/${ns}/deps/${dep}/retry`).set(admin).send({ attempt, idempotent: true }).expect(200);
 
-async function removeKeys(prefix: string): Promise<void> {
-  const redis = new Redis(SHARED_REDIS_URL, { protocol: 2 });
-  await deleteKeysWithPrefix(redis, `${prefix}:`);
-  redis.disconnect();
-}
-
 describe('a policy change made through one instance', () => {
-  const keyPrefix = uniquePrefix('policies-fleet');
-  let a: NestFastifyApplication;
-  let b: NestFastifyApplication;
+  let fleet: TestCoordinator;
+  let a: TestInstance;
+  let b: TestInstance;
   let readsOnB: jest.SpyInstance;
+  let invalidationsOnB: jest.SpyInstance;
+  /** Whether B follows the namespace's events: its subscription was confirmed by the store. */
+  const followsOnB = (namespace: string) =>
+    (b.app.get(PolicyService) as unknown as { watches: Map<string, { unsubscribe?: unknown }> }).watches.get(namespace)
+      ?.unsubscribe !== undefined;
 
   beforeAll(async () => {
-    const config = { tokens: [ADMIN_TOKEN], redisUrl: SHARED_REDIS_URL, keyPrefix, storeTimeoutMs: 2000 };
-    [a, b] = await Promise.all([createTestCoordinator(config), createTestCoordinator(config)]);
-    readsOnB = jest.spyOn(b.get<Store>(STORE), 'readPolicies');
+    fleet = await testCoordinator({
+      redis: true,
+      label: 'policies-fleet',
+      instances: 2,
+      config: { tokens: [ADMIN_TOKEN] },
+    });
+    [a, b] = fleet.instances;
+    readsOnB = jest.spyOn(b.app.get<Store>(STORE), 'readPolicies');
+    invalidationsOnB = jest.spyOn(b.app.get(PolicyService), 'invalidate');
   });
 
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
-    await removeKeys(keyPrefix);
-  });
+  afterAll(() => fleet?.close());
 
   /**
    * B's decisions until one matches, at most DELIVERY_BOUND_MS. The change reaches B on its own
    * pub/sub connection, which races the PUT's answer to the test, so B is polled briefly.
    */
   async function nextOnB(dep: string, attempt: number, until: (body: { reason: string }) => boolean) {
-    const deadline = Date.now() + DELIVERY_BOUND_MS;
-    for (;;) {
-      const { body } = await retry(b.getHttpServer(), 'shop', dep, attempt);
-      if (until(body) || Date.now() >= deadline) return body;
-      await sleep(10);
-    }
+    let body: { reason: string } = { reason: 'none yet' };
+    await waitUntil(
+      async () => until((body = (await retry(b.server, 'shop', dep, attempt)).body)),
+      DELIVERY_BOUND_MS,
+      () => `B still answers ${JSON.stringify(body)}`,
+      10,
+    ).catch(() => undefined); // the caller's assertion on the last answer says what went wrong
+    return body;
   }
 
-  /** B has read namespace shop and follows its events; its next decisions cost no policy read. */
-  async function warmB(dep: string): Promise<number> {
-    await retry(b.getHttpServer(), 'shop', dep, 1);
-    await sleep(100); // the subscription is confirmed (which drops what was read before it)
-    await retry(b.getHttpServer(), 'shop', dep, 1);
-    const loadedAt = Date.now();
+  /**
+   * B has read namespace shop and follows its events; its next decisions cost no policy read, and
+   * from here on only an event drops its cache before the TTL.
+   */
+  async function warmB(dep: string): Promise<void> {
+    await retry(b.server, 'shop', dep, 1);
+    // The subscription is confirmed (which drops what was read before it).
+    await waitUntil(
+      () => followsOnB('shop'),
+      5000,
+      () => 'B never followed the events of namespace shop',
+      5,
+    );
+    await retry(b.server, 'shop', dep, 1);
     readsOnB.mockClear();
-    for (let i = 0; i < 3; i++) await retry(b.getHttpServer(), 'shop', dep, 1);
+    invalidationsOnB.mockClear();
+    for (let i = 0; i < 3; i++) await retry(b.server, 'shop', dep, 1);
     expect(readsOnB).not.toHaveBeenCalled();
-    return loadedAt;
   }
 
   it("is used by the other instance's next decision, without waiting for the cache TTL", async () => {
-    const loadedAt = await warmB('payments-api');
-    expect((await retry(b.getHttpServer(), 'shop', 'payments-api', 2)).body.reason).toBe('granted');
+    await warmB('payments-api');
+    expect((await retry(b.server, 'shop', 'payments-api', 2)).body.reason).toBe('granted');
 
-    await request(a.getHttpServer())
+    await request(a.server)
       .put('/admin/v1/shop/policies/deps/payments-api')
       .set(admin)
       .send({ retryBudget: { maxAttempts: 2 } })
       .expect(200);
     const answer = await nextOnB('payments-api', 2, (body) => body.reason === 'max_attempts');
     expect(answer).toMatchObject({ allow: false, reason: 'max_attempts' });
-    // Not the TTL: B's cache was still fresh; the change's event made B read the store again.
-    expect(Date.now() - loadedAt).toBeLessThan(POLICY_CACHE_TTL_MS);
+    // Not the TTL: the change's event dropped B's cache, and B read the store again.
+    expect(invalidationsOnB).toHaveBeenCalledWith('shop');
     expect(readsOnB).toHaveBeenCalled();
 
     // The admin API of B serves the same document and ETag as A.
-    const onA = await request(a.getHttpServer()).get('/admin/v1/shop/policies/deps/payments-api').set(admin);
-    const onB = await request(b.getHttpServer()).get('/admin/v1/shop/policies/deps/payments-api').set(admin);
+    const onA = await request(a.server).get('/admin/v1/shop/policies/deps/payments-api').set(admin);
+    const onB = await request(b.server).get('/admin/v1/shop/policies/deps/payments-api').set(admin);
     expect(onB.body).toEqual(onA.body);
     expect(onB.headers.etag).toBe(onA.headers.etag);
   });
 
   it('reaches the other instance for a namespace default and a DELETE too', async () => {
-    const loadedAt = await warmB('search');
-    expect((await retry(b.getHttpServer(), 'shop', 'search', 2)).body.reason).toBe('granted');
-    await request(a.getHttpServer())
+    await warmB('search');
+    expect((await retry(b.server, 'shop', 'search', 2)).body.reason).toBe('granted');
+    await request(a.server)
       .put('/admin/v1/shop/policies/default')
       .set(admin)
       .send({ mode: 'shadow', retryBudget: { maxAttempts: 2 } })
@@ -113,22 +121,22 @@ describe('a policy change made through one instance', () => {
       shadow: true,
     });
 
-    await request(a.getHttpServer()).delete('/admin/v1/shop/policies/default').set(admin).expect(204);
+    await request(a.server).delete('/admin/v1/shop/policies/default').set(admin).expect(204);
     expect(await nextOnB('search', 2, (body) => body.reason === 'granted')).toMatchObject({
       allow: true,
       reason: 'granted',
       shadow: false,
     });
-    expect(Date.now() - loadedAt).toBeLessThan(POLICY_CACHE_TTL_MS);
+    // Both changes reached B by their events (one each), not by the TTL.
+    expect(invalidationsOnB.mock.calls.filter(([namespace]) => namespace === 'shop').length).toBeGreaterThanOrEqual(2);
 
-    const view = await request(b.getHttpServer()).get('/v1/shop/deps/search').set(admin).expect(200);
+    const view = await request(b.server).get('/v1/shop/deps/search').set(admin).expect(200);
     expect(view.body.policy.mode).toBe('enforce');
   });
 });
 
 describe('the policies file seeds the store', () => {
-  const keyPrefix = uniquePrefix('policies-seed');
-  const file = writePoliciesFile({
+  const POLICIES = {
     default: { backoff: { jitter: 'none' } },
     namespaces: {
       shop: {
@@ -138,87 +146,78 @@ describe('the policies file seeds the store', () => {
         queues: { emails: { maxAttempts: 8 } },
       },
     },
-  });
-  const config = {
-    tokens: [ADMIN_TOKEN],
-    redisUrl: SHARED_REDIS_URL,
-    keyPrefix,
-    storeTimeoutMs: 2000,
-    policiesFile: file,
   };
-  let app: NestFastifyApplication | undefined;
+  let fixture: TestCoordinator | undefined;
+  let app: TestInstance;
 
-  afterAll(async () => {
-    await app?.close();
-    await removeKeys(keyPrefix);
-    rmSync(join(file, '..'), { recursive: true, force: true });
-  });
+  afterAll(() => fixture?.close());
 
-  const get = (path: string) => request(app!.getHttpServer()).get(`/admin/v1/shop/policies/${path}`).set(admin);
+  const get = (path: string) => request(app.server).get(`/admin/v1/shop/policies/${path}`).set(admin);
 
   it('at boot, and an admin change survives a restart with the same file', async () => {
-    app = await createTestCoordinator(config);
+    fixture = await testCoordinator({
+      redis: true,
+      label: 'policies-seed',
+      policies: POLICIES,
+      config: { tokens: [ADMIN_TOKEN] },
+    });
+    [app] = fixture.instances;
     const seeded = await get('default').expect(200);
     expect(seeded.body).toEqual({ retryBudget: { ratio: 0.3 } });
     expect((await get('deps/payments-api').expect(200)).body).toEqual({ retryBudget: { maxAttempts: 2 } });
     expect((await get('limits/checkout').expect(200)).body).toEqual({ rate: 100, periodMs: 1000, burst: 20 });
     expect((await get('queues/emails').expect(200)).body).toEqual({ maxAttempts: 8 });
     // The file's top-level default is not a stored document: it applies under every namespace default.
-    const view = await request(app.getHttpServer()).get('/v1/shop/deps/payments-api').set(admin).expect(200);
+    const view = await request(app.server).get('/v1/shop/deps/payments-api').set(admin).expect(200);
     expect(view.body.policy).toMatchObject({
       retryBudget: { ratio: 0.3, maxAttempts: 2 },
       backoff: { jitter: 'none' },
     });
-    expect((await retry(app.getHttpServer(), 'shop', 'payments-api', 2)).body.reason).toBe('max_attempts');
+    expect((await retry(app.server, 'shop', 'payments-api', 2)).body.reason).toBe('max_attempts');
 
-    const changed = await request(app.getHttpServer())
+    const changed = await request(app.server)
       .put('/admin/v1/shop/policies/deps/payments-api?reason=more%20retries')
       .set(admin)
       .send({ retryBudget: { maxAttempts: 4 } })
       .expect(200);
     await app.close();
 
-    app = await createTestCoordinator(config);
+    app = await fixture.addInstance(); // the same store, key prefix and policies file
     const kept = await get('deps/payments-api').expect(200);
     expect(kept.body).toEqual({ retryBudget: { maxAttempts: 4 } });
     expect(kept.headers.etag).toBe(changed.headers.etag);
     // Documents already stored are not written again: same versions.
     expect((await get('default').expect(200)).headers.etag).toBe(seeded.headers.etag);
-    expect((await retry(app.getHttpServer(), 'shop', 'payments-api', 3)).body.reason).toBe('granted');
+    expect((await retry(app.server, 'shop', 'payments-api', 3)).body.reason).toBe('granted');
   });
 });
 
 describe('seeding when the store is unreachable at boot', () => {
   let redis: RedisServerProcess | undefined;
-  let app: NestFastifyApplication | undefined;
-  let file: string | undefined;
+  let app: TestCoordinator | undefined;
 
   afterAll(async () => {
     await app?.close();
     await redis?.cleanup();
-    if (file) rmSync(join(file, '..'), { recursive: true, force: true });
   });
 
   it('boots anyway and seeds in the background once the store is back', async () => {
     const port = await findFreePort();
-    file = writePoliciesFile({ namespaces: { shop: { dependencies: { pay: { mode: 'shadow' } } } } });
-    const started = Date.now();
-    app = await createTestCoordinator({
-      tokens: [ADMIN_TOKEN],
-      redisUrl: `redis://127.0.0.1:${port}`,
-      storeTimeoutMs: 100,
-      policiesFile: file,
+    app = await testCoordinator({
+      redis: `redis://127.0.0.1:${port}`,
+      policies: { namespaces: { shop: { dependencies: { pay: { mode: 'shadow' } } } } },
+      config: { tokens: [ADMIN_TOKEN], storeTimeoutMs: 100 },
     });
-    // Boot waits for the store's connection (5 s, StoreLifecycle), then at most briefly for seeding.
-    expect(Date.now() - started).toBeLessThan(9000);
-    const down = await request(app.getHttpServer()).get('/admin/v1/shop/policies/deps/pay').set(admin);
+    // Boot went on without the seeding (which the seeder's spec bounds to 2 s on a fake clock).
+    expect(app.app.get(PolicySeeder).done).toBe(false);
+    const down = await request(app.server).get('/admin/v1/shop/policies/deps/pay').set(admin);
     expect(down.status).toBe(503);
 
     redis = await new RedisServerProcess({ port }).start();
     let answer: request.Response | undefined;
     await waitUntil(
       async () => {
-        answer = await request(app!.getHttpServer()).get('/admin/v1/shop/policies/deps/pay').set(admin);
+        answer = await request(app!.server).get('/admin/v1/shop/policies/deps/pay').set(admin);
         return answer.status === 200;
       },
       15_000,

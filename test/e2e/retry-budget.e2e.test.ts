@@ -1,8 +1,5 @@
 import request from 'supertest';
-import { Redis } from 'ioredis';
-import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { createTestCoordinator, writePoliciesFile } from '../support/coordinator';
-import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
+import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 const POLICIES = {
   namespaces: {
@@ -20,29 +17,16 @@ describe.each([
   ['embedded store', false],
   ['Redis', true],
 ])('retry decisions end to end (%s)', (_label, useRedis) => {
-  const keyPrefix = uniquePrefix('retry-e2e');
-  let app: NestFastifyApplication;
-  let server: ReturnType<NestFastifyApplication['getHttpServer']>;
+  let coordinator: TestCoordinator;
+  let server: TestCoordinator['server'];
   const retry = (dep: string, body: object) => request(server).post(`/v1/shop/deps/${dep}/retry`).send(body);
   const report = (deps: object[]) => request(server).post('/v1/shop/reports').send({ reporter: 'pod-a', deps });
 
   beforeAll(async () => {
-    app = await createTestCoordinator({
-      redisUrl: useRedis ? SHARED_REDIS_URL : undefined,
-      keyPrefix,
-      policiesFile: writePoliciesFile(POLICIES),
-      storeTimeoutMs: 2000,
-    });
-    server = app.getHttpServer();
+    coordinator = await testCoordinator({ redis: useRedis, label: 'retry-e2e', policies: POLICIES });
+    server = coordinator.server;
   });
-  afterAll(async () => {
-    await app.close();
-    if (useRedis) {
-      const client = new Redis(SHARED_REDIS_URL, { protocol: 2 });
-      await deleteKeysWithPrefix(client, keyPrefix);
-      client.disconnect();
-    }
-  });
+  afterAll(() => coordinator?.close());
 
   it('answers the documented shape and grants up to the limit, then budget_exhausted', async () => {
     const deposit = await report([{ dep: 'pay', requests: 100, successes: 95, failures: 5, slow: 1 }]).expect(200);
@@ -171,8 +155,8 @@ describe.each([
 
 describe('dependency cap', () => {
   it('answers too_many_dependencies past the namespace cap, naming the field, and keeps known ones working', async () => {
-    const app = await createTestCoordinator({ maxDependenciesPerNamespace: 2 });
-    const server = app.getHttpServer();
+    const capped = await testCoordinator({ config: { maxDependenciesPerNamespace: 2 } });
+    const { server } = capped;
     try {
       for (const dep of ['one', 'two']) {
         await request(server).post(`/v1/capped/deps/${dep}/retry`).send({ attempt: 1, idempotent: true }).expect(200);
@@ -200,7 +184,7 @@ describe('dependency cap', () => {
       await request(server).post('/v1/capped/deps/one/retry').send({ attempt: 1, idempotent: true }).expect(200);
       await request(server).post('/v1/elsewhere/deps/three/retry').send({ attempt: 1, idempotent: true }).expect(200);
     } finally {
-      await app.close();
+      await capped.close();
     }
   });
 });

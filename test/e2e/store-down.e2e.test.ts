@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { loadScript } from '../../libs/store/src/redis/scripts';
-import { startCoordinator, type RunningCoordinator } from '../support/coordinator';
-import { RedisServerProcess, redisCli } from '../support/redis-server';
+import { RedisServerProcess, redisCli, waitUntil } from '../support/redis-server';
+import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 // Requirement: "Store down: with Redis stopped, the retry endpoint answers 503 store_unavailable
 // within the store timeout plus a small margin, /health/ready says 503, and after Redis is back
@@ -34,7 +34,7 @@ interface Answer {
 
 describe('store down (private Redis: crashed, hung, restarted empty)', () => {
   const redis = new RedisServerProcess();
-  let coordinator: RunningCoordinator | undefined;
+  let coordinator: TestCoordinator | undefined;
   /** Measured timings, printed at the end for the record. */
   const timings: Record<string, number | string> = {};
 
@@ -89,18 +89,21 @@ describe('store down (private Redis: crashed, hung, restarted empty)', () => {
    */
   async function pollUntilRetryAnswers(): Promise<{ answer: Answer; waitedMs: number; failures: number }> {
     const started = performance.now();
-    const deadline = started + RECOVERY_TIMEOUT_MS;
     let failures = 0;
-    for (;;) {
-      const answer = await retry();
-      if (answer.status === 200) return { answer, waitedMs: performance.now() - started, failures };
-      expect({ status: answer.status, code: answer.body?.code }).toEqual({ status: 503, code: 'store_unavailable' });
-      failures++;
-      if (performance.now() >= deadline) {
-        throw new Error(`the retry endpoint did not answer 200 within ${RECOVERY_TIMEOUT_MS} ms (${failures} × 503)`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
-    }
+    let answer: Answer | undefined;
+    await waitUntil(
+      async () => {
+        answer = await retry();
+        if (answer.status === 200) return true;
+        expect({ status: answer.status, code: answer.body?.code }).toEqual({ status: 503, code: 'store_unavailable' });
+        failures++;
+        return false;
+      },
+      RECOVERY_TIMEOUT_MS,
+      () => `the retry endpoint did not answer 200 (${failures} × 503)`,
+      POLL_INTERVAL_MS,
+    );
+    return { answer: answer!, waitedMs: performance.now() - started, failures };
   }
 
   async function scriptCached(sha: string): Promise<boolean> {
@@ -122,7 +125,11 @@ describe('store down (private Redis: crashed, hung, restarted empty)', () => {
 
   beforeAll(async () => {
     await redis.start();
-    coordinator = await startCoordinator({ redisUrl: redis.url, storeTimeoutMs: STORE_TIMEOUT_MS });
+    coordinator = await testCoordinator({
+      redis: redis.url,
+      listen: true,
+      config: { storeTimeoutMs: STORE_TIMEOUT_MS },
+    });
   });
 
   afterAll(async () => {

@@ -1,18 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { createRedisClient } from '@sluice/store';
 import { CoordinatorClient, deliveries, idempotentFetch, isLeaseLostError, type DeliveryOutcome } from '@sluice/client';
 import { startExampleApp, type RunningExampleApp } from '../example/orders-app';
 import type { SluiceConfig } from '../../apps/coordinator/src/config/config';
-import { startCoordinator } from './coordinator';
-import { writePoliciesFile } from './policies';
 import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from './redis';
-import { sleep } from './time';
 import { waitUntil } from './redis-server';
+import { testCoordinator } from './test-coordinator';
 
 /** Two coordinator URLs sharing one state (one URL twice for the embedded store). */
 export interface Coordinators {
   urls: [string, string];
+  /** Waits until the store's clock (Redis's TIME, or this process's) is past `instant`. */
+  waitPast(instant: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -26,38 +25,16 @@ const DELIVERY_POLICIES = { namespaces: { shop: { queues: { orders: { maxAttempt
 export async function startCoordinators(
   store: 'embedded' | Pick<SluiceConfig, 'redisUrl' | 'redisClusterNodes'>,
 ): Promise<Coordinators> {
-  const policies = writePoliciesFile(DELIVERY_POLICIES);
-  const keyPrefix = uniquePrefix('sdk');
-  const config = { policiesFile: policies.path, keyPrefix, storeTimeoutMs: 2000 };
-  if (store === 'embedded') {
-    const single = await startCoordinator(config);
-    return {
-      urls: [single.url, single.url],
-      close: async () => {
-        await single.close();
-        policies.cleanup();
-      },
-    };
-  }
-  const [a, b] = await Promise.all([
-    startCoordinator({ ...config, ...store }),
-    startCoordinator({ ...config, ...store }),
-  ]);
-  return {
-    urls: [a.url, b.url],
-    close: async () => {
-      await Promise.all([a.close(), b.close()]);
-      const client = createRedisClient({
-        url: store.redisUrl,
-        clusterNodes: store.redisClusterNodes,
-        commandTimeoutMs: 2000,
-      });
-      await new Promise((resolve) => client.once('ready', resolve));
-      await deleteKeysWithPrefix(client, keyPrefix);
-      client.disconnect();
-      policies.cleanup();
-    },
-  };
+  const embedded = store === 'embedded';
+  const fixture = await testCoordinator({
+    label: 'sdk',
+    listen: true,
+    instances: embedded ? 1 : 2,
+    policies: DELIVERY_POLICIES,
+    ...(embedded ? {} : { redis: store.redisUrl, config: { redisClusterNodes: store.redisClusterNodes } }),
+  });
+  const [a, b = a] = fixture.instances;
+  return { urls: [a.url, b.url], waitPast: fixture.waitPast, close: () => fixture.close() };
 }
 
 interface Answer {
@@ -229,7 +206,14 @@ export function describeIdempotentApp(label: string, start: () => Promise<Coordi
       const key = newKey();
       expect(json(await post(apps[0], '/short', key))).toEqual({ run: 1 });
       expect(json(await post(apps[1], '/short', key))).toEqual({ run: 1 });
-      await sleep(1100);
+      const coordinator = new CoordinatorClient({ baseUrl: coordinators.urls[1], namespace: 'shop' });
+      const kept = (await coordinator.readIdempotencyKey(key))!;
+      expect(kept.expiresAt - kept.completedAt!).toBe(1000); // retentionSeconds: 1, on the store's clock
+      await waitUntil(
+        async () => (await coordinator.readIdempotencyKey(key)) === undefined,
+        5000,
+        () => 'the key was never forgotten',
+      );
       const fresh = await post(apps[1], '/short', key);
       expect(json(fresh)).toEqual({ run: 2 });
       expect(fresh.headers.get('idempotent-replayed')).toBeNull();
@@ -245,7 +229,9 @@ export function describeIdempotentApp(label: string, start: () => Promise<Coordi
         () => 'the first request never claimed the key',
       );
       expect((await post(apps[1], '/hang', key)).status).toBe(409);
-      await sleep(1100); // the 1 s lease runs out
+      const held = (await coordinator.readIdempotencyKey(key))!;
+      expect(held.leaseExpiresAt! - held.createdAt).toBe(1000); // leaseMs: 1000, on the store's clock
+      await coordinators.waitPast(held.leaseExpiresAt!); // the lease runs out
       const successor = await post(apps[1], '/hang', key);
       expect(successor.status).toBe(201);
       expect(json(successor)).toEqual({ run: 2, recovered: true });
