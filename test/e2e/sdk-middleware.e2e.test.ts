@@ -14,10 +14,9 @@ import {
   requestFingerprint,
   type IdempotencyOptions,
 } from '@sluice/client';
-import { startCoordinator, type RunningCoordinator } from '../support/coordinator';
 import { findFreePort } from '../support/ports';
 import { waitUntil } from '../support/redis-server';
-import { sleep } from '../support/time';
+import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 /**
  * The Express middleware and the Fastify hooks, each on a real app in front of a real
@@ -143,7 +142,7 @@ describe.each([
   ['Express middleware', startExpress],
   ['Fastify hooks', startFastify],
 ])('%s', (_label, startServer) => {
-  let coordinator: RunningCoordinator;
+  let coordinator: TestCoordinator;
   let server: ExampleServer;
   let client: CoordinatorClient;
   const routes: Routes = { gate: { current: Promise.resolve() } };
@@ -159,7 +158,7 @@ describe.each([
   };
 
   beforeAll(async () => {
-    coordinator = await startCoordinator();
+    coordinator = await testCoordinator({ listen: true });
     client = new CoordinatorClient({ baseUrl: coordinator.url, namespace: 'shop' });
     server = await startServer(client, { maxResponseBytes: 4096, onError: (e) => errors.push(e) }, routes);
   });
@@ -288,7 +287,9 @@ describe.each([
     const fingerprint = requestFingerprint({ method: 'POST', url: '/recovered', body: { item: 'A' } });
     expect((await client.claimIdempotencyKey(k, { fingerprint, leaseMs: 500 })).state).toBe('claimed');
     expect((await post('/recovered', k)).status).toBe(409);
-    await sleep(600);
+    const held = (await client.readIdempotencyKey(k))!;
+    expect(held.leaseExpiresAt! - held.createdAt).toBe(500);
+    await coordinator.waitPast(held.leaseExpiresAt!); // the dead holder's lease runs out
     expect(JSON.parse((await post('/recovered', k)).bytes.toString())).toEqual({ recovered: true });
   });
 

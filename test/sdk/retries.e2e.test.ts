@@ -8,6 +8,7 @@ import {
 } from '@sluice/client';
 import type { RunningCoordinator } from '../support/coordinator';
 import { fail, ok, startFlakyServer, type FlakyServer } from '../support/flaky-server';
+import { waitUntil } from '../support/redis-server';
 import { QUICK_BACKOFF, retryDecisions, startShopCoordinator } from '../support/sdk';
 
 /** Rejects with what `promise` rejected with, or fails the test if it resolved. */
@@ -130,8 +131,12 @@ describe('SDK retries against the real coordinator and a flaky server', () => {
     // The first attempt may take its whole timeout; the second only what is left of the deadline.
     expect(budgets[0]).toBe(250);
     expect(budgets[1]).toBeLessThan(400 - 250 + 1);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(server.requests.every((r) => r.aborted)).toBe(true);
+    await waitUntil(
+      () => server.requests.every((r) => r.aborted),
+      2000,
+      () => 'an attempt past the deadline was never aborted',
+      5,
+    );
     // Generous bound: the loop ends at the deadline, not after another attempt or backoff.
     expect(elapsed).toBeLessThan(400 + 300);
   });
@@ -145,8 +150,12 @@ describe('SDK retries against the real coordinator and a flaky server', () => {
 
     expect(await response.text()).toBe('fast');
     expect(server.requests.map((r) => r.headers['sluice-attempt'])).toEqual(['1', '2']);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(server.requests[0].aborted).toBe(true);
+    await waitUntil(
+      () => server.requests[0].aborted,
+      2000,
+      () => 'the losing attempt was never aborted',
+      5,
+    );
     expect(await retryDecisions(coordinator.url, 'hedged', 'granted')).toBe(before + 1);
   });
 

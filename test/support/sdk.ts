@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isGiveUpError, type GiveUpError } from '@sluice/client';
 import type { SluiceConfig } from '../../apps/coordinator/src/config/config';
-import { startCoordinator, type RunningCoordinator } from './coordinator';
+import { testCoordinator, type TestCoordinator } from './test-coordinator';
 
 /** Writes a policies file for the `shop` namespace: `dependencies` maps names to policy overrides. */
 export function policiesFile(dependencies: Record<string, unknown>, defaults: unknown = {}): string {
@@ -12,12 +12,16 @@ export function policiesFile(dependencies: Record<string, unknown>, defaults: un
   return file;
 }
 
-/** A real coordinator (embedded store unless told otherwise) with the given `shop` policies. */
+/** A real coordinator (embedded store unless told otherwise) with the given `shop` policies; `close()` removes them. */
 export function startShopCoordinator(
   dependencies: Record<string, unknown> = {},
   overrides: Partial<SluiceConfig> = {},
-): Promise<RunningCoordinator> {
-  return startCoordinator({ policiesFile: policiesFile(dependencies), sseHeartbeatMs: 1000, ...overrides });
+): Promise<TestCoordinator> {
+  return testCoordinator({
+    listen: true,
+    policies: { namespaces: { shop: { default: {}, dependencies } } },
+    config: { sseHeartbeatMs: 1000, ...overrides },
+  });
 }
 
 /** One Prometheus counter's value from a coordinator's /metrics (0 when absent). */
