@@ -4,11 +4,11 @@ import { redisStoreUnderTest } from '../../libs/store/test/redis-under-test';
 import { describeBreakerConformance } from '../../libs/store/test/breaker-conformance';
 import { describeLimitsConformance } from '../../libs/store/test/limits-conformance';
 import { describeStoreConformance } from '../../libs/store/test/store-conformance';
-import { startFleet, type RunningCoordinator } from '../support/coordinator';
 import { RedisClusterProcess } from '../support/redis-cluster';
 import { deleteKeysWithPrefix } from '../support/redis';
 import { openEventStream } from '../support/sse';
 import { describeDeliveryConsumer, describeIdempotentApp, startCoordinators } from '../support/sdk-suites';
+import { testCoordinator, type TestCoordinator, type TestInstance } from '../support/test-coordinator';
 
 const post = (url: string, body: unknown) =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -44,17 +44,17 @@ describeDeliveryConsumer('Redis Cluster', async () =>
 );
 
 describe('retry budget end to end on Redis Cluster', () => {
-  let a: RunningCoordinator;
-  let b: RunningCoordinator;
+  let fleet: TestCoordinator;
+  let a: TestInstance;
+  let b: TestInstance;
   let nodes: string[];
 
   beforeAll(async () => {
     nodes = (await startedCluster()).nodes;
-    [a, b] = await startFleet({ redisClusterNodes: nodes, storeTimeoutMs: 2000 });
+    fleet = await testCoordinator({ listen: true, instances: 2, config: { redisClusterNodes: nodes } });
+    [a, b] = fleet.instances;
   });
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
-  });
+  afterAll(() => fleet?.close());
 
   it('holds one budget per dependency across two instances, with dependencies spread over the masters', async () => {
     const dependencies = ['payments-api', 'inventory', 'search', 'email', 'ledger', 'fraud'];
@@ -84,11 +84,11 @@ describe('retry budget end to end on Redis Cluster', () => {
     const holders = await Promise.all(
       client.nodes('master').map(async (node) => {
         if (node.status === 'wait') await node.connect();
-        return (await node.keys('sluice:{shop/*}:budget')).length;
+        return (await node.keys(`${fleet.keyPrefix}:{shop/*}:budget`)).length;
       }),
     );
     expect(holders.filter((count) => count > 0).length).toBeGreaterThan(1);
-    await deleteKeysWithPrefix(client, 'sluice:{shop/');
+    await deleteKeysWithPrefix(client, `${fleet.keyPrefix}:{shop/`);
     client.disconnect();
   });
 
