@@ -1,8 +1,6 @@
 import { REQUEST_ID_PATTERN, type DependencyView } from '@sluice/protocol';
 import { CoordinatorClient, Sluice, deliveries, type FallbackChange } from '@sluice/client';
-import { startCoordinator, type RunningCoordinator } from '../support/coordinator';
 import { fail, ok, startFlakyServer, type FlakyServer } from '../support/flaky-server';
-import { writePoliciesFile } from '../support/policies';
 import { waitUntil } from '../support/redis-server';
 import {
   OVERLOADED,
@@ -12,6 +10,7 @@ import {
   type ScriptedProxy,
 } from '../support/scripted-proxy';
 import { QUICK_BACKOFF, failure, retryDecisions } from '../support/sdk';
+import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 /**
  * "A 503 hides nothing" and "overload is said as overload", from the SDK's side: every
@@ -21,28 +20,29 @@ import { QUICK_BACKOFF, failure, retryDecisions } from '../support/sdk';
  * answer for it when told to.
  */
 describe('the SDK sends caller-chosen ids and asks again with them', () => {
-  let coordinator: RunningCoordinator;
+  let coordinator: TestCoordinator;
   let proxy: ScriptedProxy;
   let server: FlakyServer;
-  let cleanup: () => void;
   const clients: Sluice[] = [];
 
   beforeAll(async () => {
-    const policies = writePoliciesFile({
-      namespaces: {
-        shop: {
-          dependencies: {
-            stock: { ...QUICK_BACKOFF, breaker: { minimumCalls: 1000 } },
-            // A rate limit: every attempt asks admit first.
-            metered: { ...QUICK_BACKOFF, rateLimit: { rate: 1000, periodMs: 1000, burst: 100 } },
+    coordinator = await testCoordinator({
+      listen: true,
+      config: { sseHeartbeatMs: 1000 },
+      policies: {
+        namespaces: {
+          shop: {
+            dependencies: {
+              stock: { ...QUICK_BACKOFF, breaker: { minimumCalls: 1000 } },
+              // A rate limit: every attempt asks admit first.
+              metered: { ...QUICK_BACKOFF, rateLimit: { rate: 1000, periodMs: 1000, burst: 100 } },
+            },
+            limits: { exports: { rate: 100, periodMs: 1000, burst: 10 } },
+            queues: { orders: { maxAttempts: 5 } },
           },
-          limits: { exports: { rate: 100, periodMs: 1000, burst: 10 } },
-          queues: { orders: { maxAttempts: 5 } },
         },
       },
     });
-    cleanup = policies.cleanup;
-    coordinator = await startCoordinator({ policiesFile: policies.path, sseHeartbeatMs: 1000 });
     proxy = await startScriptedProxy(coordinator.url);
     server = await startFlakyServer();
   });
@@ -54,7 +54,6 @@ describe('the SDK sends caller-chosen ids and asks again with them', () => {
     await server.close();
     await proxy.close();
     await coordinator.close();
-    cleanup();
   });
 
   /** A client through the proxy; decisions may take long here (a loaded machine), nothing is timed. */
@@ -197,19 +196,20 @@ describe('the SDK sends caller-chosen ids and asks again with them', () => {
 });
 
 describe('an overloaded instance sheds a call: another instance answers, and the fallback is not for overload', () => {
-  let coordinator: RunningCoordinator;
+  let coordinator: TestCoordinator;
   /** Two instances in front of one coordinator. */
   let a: ScriptedProxy;
   let b: ScriptedProxy;
   let server: FlakyServer;
-  let cleanup: () => void;
 
   beforeAll(async () => {
-    const policies = writePoliciesFile({
-      namespaces: { shop: { dependencies: { stock: { ...QUICK_BACKOFF, breaker: { minimumCalls: 1000 } } } } },
+    coordinator = await testCoordinator({
+      listen: true,
+      config: { sseHeartbeatMs: 1000 },
+      policies: {
+        namespaces: { shop: { dependencies: { stock: { ...QUICK_BACKOFF, breaker: { minimumCalls: 1000 } } } } },
+      },
     });
-    cleanup = policies.cleanup;
-    coordinator = await startCoordinator({ policiesFile: policies.path, sseHeartbeatMs: 1000 });
     [a, b] = await Promise.all([startScriptedProxy(coordinator.url), startScriptedProxy(coordinator.url)]);
     server = await startFlakyServer();
   });
@@ -217,7 +217,6 @@ describe('an overloaded instance sheds a call: another instance answers, and the
     await server.close();
     await Promise.all([a.close(), b.close()]);
     await coordinator.close();
-    cleanup();
   });
 
   it('moves a shed retry decision to the other instance, never switches on overload, and still switches on store_unavailable', async () => {
