@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
+import { BREAKER_STATES } from '@sluice/protocol';
 import type { BreakerSnapshot, DependencyRef } from '@sluice/store';
 import { DependencyRegistry } from '../dependencies/dependency-registry.service';
-import { BREAKER_STATES, MetricsService } from '../metrics/metrics.service';
+import { MetricsService } from '../metrics/metrics.service';
 
 /**
  * Keeps sluice_breaker_state and sluice_breaker_transitions_total in step with every breaker seen

@@ -1,13 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { RETRY_REASONS, type BreakerState } from '@sluice/protocol';
+import { BREAKER_STATES, RETRY_REASONS } from '@sluice/protocol';
 
 /**
  * The labels a decision about a dependency that is not registered (a read, a call not worth
  * retrying) is counted under: names nobody registered never become series of their own.
  */
 export const UNREGISTERED = { namespace: '_unregistered', dependency: '_unregistered' } as const;
-export const BREAKER_STATES: readonly BreakerState[] = ['closed', 'open', 'half_open', 'forced_open', 'forced_closed'];
 const SHADOW_KINDS = ['retry', 'admit', 'take'] as const;
 const QUANTILES = ['0.5', '0.95', '0.99'] as const;
 
