@@ -286,7 +286,8 @@ describe('limits, bulkheads and percentiles across two instances on one Redis', 
 
       const second = (await (await admit(a, 'bulkhead')).json()) as AdmitAnswer;
       expect(second.allow).toBe(true);
-      await sleep(30);
+      // Redis's clock moves past the grant (leaseMs 2000 before its expiry), so a renewal must reach later.
+      await fleet.waitPast(second.lease!.expiresAt - 2000);
       const renewed = await renew(b, 'bulkhead', second.lease!.id);
       expect(renewed.status).toBe(200);
       const { expiresAt } = (await renewed.json()) as { expiresAt: number };
@@ -317,7 +318,8 @@ describe('limits, bulkheads and percentiles across two instances on one Redis', 
         reason: 'concurrency_limited',
       });
 
-      await sleep(eleventh.retryAfterMs + 50); // the earliest abandoned lease expires (leaseMs 1000)
+      // The earliest abandoned lease expires (leaseMs 1000), on Redis's clock.
+      await fleet.waitPast(Math.min(...abandoned.map((answer) => answer.lease!.expiresAt)));
       const later = await admit(b, 'killed');
       const laterBody = (await later.json()) as AdmitAnswer;
       expect(laterBody).toMatchObject({ allow: true, reason: 'granted', lease: { id: expect.any(String) } });
