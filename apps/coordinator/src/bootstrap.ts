@@ -10,7 +10,7 @@ import { BODY_LIMIT_BYTES } from './common/body-limit';
 import { sendError } from './common/http-error.filter';
 import { checkJsonObjectBody } from './common/json-body';
 import { isLoopbackHost, type SluiceConfig } from './config/config';
-import { JsonLogger } from './logging/json-logger';
+import { createLogger, NestPinoLogger, withRequestLog } from './logging/logger';
 import { MetricsService } from './metrics/metrics.service';
 import { registerLoadShedding } from './overload/load-shedding';
 import { setupOpenApi } from './openapi/document';
@@ -23,13 +23,15 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export async function createCoordinator(config: SluiceConfig): Promise<NestFastifyApplication> {
   const policies: PoliciesFile = config.policiesFile ? readPoliciesFile(config.policiesFile) : { namespaces: {} };
   const verbose = config.logLevel === 'debug' || config.logLevel === 'trace';
+  // One pino instance for Fastify and Nest: lines written while serving a request carry its reqId.
+  const logger = createLogger(config.logLevel);
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
     // Names may be 128 characters and idempotency keys 255: the pattern checks decide, not the router.
     maxParamLength: 512,
     frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) =>
       sendError(error, request, reply),
-    logger: { level: config.logLevel },
+    loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: !verbose }),
     requestIdHeader: false,
     genReqId: (request: IncomingMessage) => {
@@ -38,17 +40,21 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
     },
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register({ config, policies }), adapter, {
-    logger: new JsonLogger(config.logLevel),
+    logger: new NestPinoLogger(logger),
     abortOnError: false,
   });
   app.enableShutdownHooks();
   const fastify = app.getHttpAdapter().getInstance();
   const metrics = app.get(MetricsService);
+  // The request's logger is the current one from its first hook, and again from preHandler on
+  // (reading the body runs in the socket's context, not the request's).
+  fastify.addHook('onRequest', (request, _reply, done) => withRequestLog(request, done));
   fastify.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
   await registerLoadShedding(app, config, metrics);
   fastify.addHook('preValidation', async (request) => checkJsonObjectBody(request));
+  fastify.addHook('preHandler', (request, _reply, done) => withRequestLog(request, done));
   fastify.addHook('onResponse', async (request, reply) => {
     metrics.httpRequestDuration.observe(
       { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },

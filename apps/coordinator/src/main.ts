@@ -6,7 +6,7 @@ import { createCoordinator, listenHost } from './bootstrap';
 import { ConfigError } from './config/config-error';
 import { loadConfig } from './config/config';
 import { EventStreamService } from './events/event-stream.service';
-import { JsonLogger } from './logging/json-logger';
+import { createLogger } from './logging/logger';
 
 /** The signals this entry point shuts down on (a container runtime sends SIGTERM; Ctrl-C is SIGINT). */
 const SHUTDOWN_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
@@ -30,7 +30,7 @@ async function main(): Promise<void> {
     config = loadConfig();
   } catch (error) {
     if (error instanceof ConfigError) {
-      new JsonLogger('error').fatal(`invalid configuration: ${error.message}`, 'Config');
+      createLogger('info').fatal({ context: 'Config' }, `invalid configuration: ${error.message}`);
       process.exit(78); // EX_CONFIG
     }
     throw error;
@@ -45,7 +45,6 @@ async function main(): Promise<void> {
       if (!frameworkHandlers.get(signal)?.has(listener)) process.removeListener(signal, listener);
     }
   }
-  Logger.overrideLogger(new JsonLogger(config.logLevel));
   const shutdown = gracefulShutdown(app, new Logger('Shutdown'));
   for (const signal of SHUTDOWN_SIGNALS) process.on(signal, () => void shutdown(signal));
   const host = listenHost(config);
@@ -130,6 +129,6 @@ async function within(ms: number, work: Promise<unknown>, log: { logger: Logger;
 }
 
 main().catch((error: unknown) => {
-  new JsonLogger('error').fatal(`failed to start: ${(error as Error).stack ?? String(error)}`, 'Sluice');
+  createLogger('info').fatal({ context: 'Sluice' }, `failed to start: ${(error as Error).stack ?? String(error)}`);
   process.exit(1);
 });

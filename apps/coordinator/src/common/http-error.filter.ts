@@ -1,4 +1,4 @@
-import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorCode } from '@sluice/protocol';
 import { isStoreUnavailableError } from '@sluice/store';
@@ -17,7 +17,8 @@ const CODES_BY_STATUS: Record<number, ErrorCode> = {
   415: 'validation_failed',
 };
 
-const logger = new Logger('HttpError');
+/** Lines from here go through the request's own logger, so they carry its reqId. */
+const CONTEXT = { context: 'HttpError' };
 
 /** Errors raised before a DTO is reached name the part of the request at fault. */
 const FIELDS_BY_STATUS: Record<number, string> = { 400: 'body', 413: 'body', 414: 'path', 415: 'content-type' };
@@ -41,7 +42,7 @@ export function sendError(error: unknown, request: FastifyRequest, reply: Fastif
 function toApiError(error: unknown, request: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error;
   if (isStoreUnavailableError(error)) {
-    logger.warn(`store unavailable on ${request.method} ${request.url}: ${error.message}`);
+    request.log.warn(CONTEXT, `store unavailable on ${request.method} ${request.url}: ${error.message}`);
     return storeUnavailable();
   }
   const status = statusOf(error);
@@ -55,7 +56,10 @@ function toApiError(error: unknown, request: FastifyRequest): ApiError {
       field ? [{ field, message }] : undefined,
     );
   }
-  logger.error(`unexpected error on ${request.method} ${request.url}`, (error as Error)?.stack);
+  request.log.error(
+    { ...CONTEXT, stack: (error as Error)?.stack },
+    `unexpected error on ${request.method} ${request.url}`,
+  );
   return new ApiError(500, 'internal_error', 'internal error');
 }
 
