@@ -10,7 +10,7 @@ import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../support
 /**
  * Bad input through the real app (tokens on, Redis store): malformed bodies, wrong types,
  * out-of-range numbers, bad names, oversized bodies, missing and wrong tokens. Every answer is the
- * documented 4xx with the API's error body and, for a 400, the field named (API.md §Conventions);
+ * documented 4xx with the API's error body and, for a 400, the field named (docs/api.md, Conventions);
  * the target dependency's budget is unchanged afterwards.
  */
 

@@ -5,7 +5,7 @@ import { RedisServerProcess, waitUntil } from '../support/redis-server';
 import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 /*
- * "A 503 hides nothing" (API.md §Conventions). A coordinator on a private redis-server (never the
+ * "A 503 hides nothing" (docs/api.md, Conventions). A coordinator on a private redis-server (never the
  * shared one on 6379) with a short store timeout. Redis is hung (SIGSTOP) while a claim, an admit,
  * a take, a delivery attempt and a retry are in flight: each answers 503 store_unavailable, yet its
  * script sits in Redis's socket and runs once Redis is resumed (SIGCONT), a change the caller never

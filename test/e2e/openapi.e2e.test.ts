@@ -16,7 +16,7 @@ import { ADMIN_TOKEN, SHOP_TOKEN, bearer, createTestCoordinator } from '../suppo
 
 // The OpenAPI document against the app itself: every route Fastify registered is documented (and
 // nothing else), with the security the guard enforces, the request schemas the validation pipe
-// enforces, API.md's status codes, and response schemas the real answers conform to. The committed
+// enforces, the API's status codes, and response schemas the real answers conform to. The committed
 // deploy/openapi.json is what the app serves.
 
 const ROOT = join(__dirname, '../..');
@@ -69,7 +69,7 @@ const SAMPLE_PARAMS: Record<string, string> = {
 const urlOf = (path: string, params: Record<string, string> = {}) =>
   path.replace(/\{(\w+)\}/g, (_, name: string) => params[name] ?? SAMPLE_PARAMS[name]);
 
-/** API.md's status codes, route by route: the success answers first, then the errors. */
+/** the API's status codes, route by route: the success answers first, then the errors. */
 const STATUSES: Record<string, number[]> = {
   'POST /v1/{ns}/deps/{dep}/retry': [200, 400, 401, 403, 413, 415, 422, 503],
   'POST /v1/{ns}/deps/{dep}/admit': [200, 400, 401, 403, 413, 415, 422, 503],
@@ -230,7 +230,7 @@ describe('OpenAPI document', () => {
     }
   });
 
-  it('documents API.md status codes on every route, errors with the error body', () => {
+  it('documents the API status codes on every route, errors with the error body', () => {
     for (const { method, path, operation: op } of operations) {
       const where = key(method, path);
       expect([where, Object.keys(op.responses).map(Number)]).toEqual([where, STATUSES[where]]);
@@ -247,7 +247,7 @@ describe('OpenAPI document', () => {
     }
   });
 
-  it('says what each error means where API.md is specific', () => {
+  it('says what each error means where the API is specific', () => {
     const retryAfter = (method: string, path: string, status: number) =>
       responseOf(method, path, status).headers?.['Retry-After'];
     for (const path of ['/v1/{ns}/deps/{dep}/retry', '/v1/{ns}/deps/{dep}/admit', '/v1/{ns}/limits/{limit}/take']) {

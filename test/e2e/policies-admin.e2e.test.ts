@@ -5,7 +5,7 @@ import { ADMIN_TOKEN, SHOP_TOKEN, bearer } from '../support/coordinator';
 import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 /**
- * The admin API's policy documents (API.md §Admin API, §Policy document) through the real app with
+ * The admin API's policy documents (docs/api.md) through the real app with
  * tokens on: round trips of the four kinds, ETag / If-Match / 412, field-by-field validation,
  * names, roles, the namespace cap, the audit log, and the effect on decisions.
  */

@@ -3,7 +3,7 @@ import { REQUEST_ID_PATTERN } from '@sluice/protocol';
 import { createCoordinatorOn, type TestCoordinator } from '../support/test-coordinator';
 
 /*
- * Caller-chosen ids through HTTP (API.md §Conventions: "a 503 must never hide a change"): asking
+ * Caller-chosen ids through HTTP (docs/api.md, Conventions: "a 503 must never hide a change"): asking
  * again with the same `requestId`, `claimId` or delivery `attempt` answers the first outcome and
  * changes nothing; a new id is one more change; a malformed id is a 400 naming the field, and
  * changes nothing. On the embedded store and on Redis.

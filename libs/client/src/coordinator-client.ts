@@ -42,8 +42,8 @@ export type ClaimOutcome =
 const DEFAULT_TIMEOUT_MS = 2000;
 
 /**
- * A small typed client of the coordinator's idempotency, named limit and delivery endpoints (API.md
- * §Idempotency keys, §Delivery attempts, the admin dead letters). Decisions are values; failures
+ * A small typed client of the coordinator's idempotency, named limit and delivery endpoints (docs/api.md,
+ * idempotency keys, delivery attempts, the admin dead letters). Decisions are values; failures
  * are errors: {@link CoordinatorUnavailableError}, {@link LeaseLostError}, {@link SluiceHttpError}.
  *
  * State-changing calls carry a caller-chosen id: a claim its `claimId`, a take its `requestId`

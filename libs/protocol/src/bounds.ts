@@ -1,5 +1,5 @@
 /**
- * The limits of the wire (API.md): the largest values, sizes and counts the service accepts, which
+ * The limits of the wire (docs/api.md): the largest values, sizes and counts the service accepts, which
  * the SDK keeps within. One place for each: the DTOs validate with them, the OpenAPI document states
  * them, the SDK clamps to them.
  */

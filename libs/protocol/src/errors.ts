@@ -1,4 +1,4 @@
-/** The error body every 4xx/5xx carries (API.md §Conventions). */
+/** The error body every 4xx/5xx carries (docs/api.md, Conventions). */
 
 export const ERROR_CODES = [
   'validation_failed',

@@ -1,4 +1,4 @@
-/** Idempotency keys: /v1/{ns}/idempotency/{key} (API.md §Idempotency keys). */
+/** Idempotency keys: /v1/{ns}/idempotency/{key} (docs/api.md, Idempotency keys). */
 
 export const BODY_ENCODINGS = ['utf8', 'base64'] as const;
 export type BodyEncoding = (typeof BODY_ENCODINGS)[number];

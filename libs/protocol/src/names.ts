@@ -1,4 +1,4 @@
-/** Name rules shared by the service's validation and the SDK (API.md §Conventions). */
+/** Name rules shared by the service's validation and the SDK (docs/api.md, Conventions). */
 import { MAX_EVENT_DEPENDENCIES } from './bounds';
 
 /** `{ns}`, `{dep}`, `{limit}`, `{queue}`. */

@@ -1,4 +1,4 @@
-/** Policy documents as stored and served by the admin API (API.md §Policy document). */
+/** Policy documents as stored and served by the admin API (docs/api.md, Policy documents). */
 
 import { MAX_IDEMPOTENCY_RETENTION_SECONDS } from './bounds';
 
@@ -106,7 +106,7 @@ export function mergeDependencyPolicy(
   };
 }
 
-/** A queue's policy document (API.md §Policy document): attempts before dead-lettering, and backoff. */
+/** A queue's policy document (docs/api.md, Policy documents): attempts before dead-lettering, and backoff. */
 export interface QueuePolicy {
   /** Every delivery counts, the first included: the failure of attempt `maxAttempts` parks the message. */
   maxAttempts: number;

@@ -23,7 +23,7 @@ export function admitOutcomeTtlMs(leaseMs: number, probeLeaseMs: number): number
   return Math.max(MIN_REQUEST_OUTCOME_TTL_MS, Math.ceil(leaseMs), Math.ceil(probeLeaseMs));
 }
 
-/** A granted take of a named rate limit: at least the limit's period (API.md: "within the limit's period"). */
+/** A granted take of a named rate limit: at least the limit's period (a repeat "within the limit's period" answers the first take). */
 export function takeOutcomeTtlMs(periodMs: number): number {
   return Math.max(MIN_REQUEST_OUTCOME_TTL_MS, Math.ceil(periodMs));
 }

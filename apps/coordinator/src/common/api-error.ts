@@ -50,5 +50,5 @@ export const payloadTooLarge = (field: string, limitBytes: number): ApiError => 
 
 export const notFound = (message: string): ApiError => new ApiError(404, 'not_found', message);
 
-/** A `Retry-After` value: whole seconds, rounded up, at least 1 (API.md §Conventions). */
+/** A `Retry-After` value: whole seconds, rounded up, at least 1 (docs/api.md, Conventions). */
 export const retryAfterSeconds = (ms: number): string => String(Math.max(1, Math.ceil(ms / 1000)));

@@ -111,7 +111,7 @@ export const string = scalar<string>('string');
 export const boolean = (description?: string): Described<boolean> =>
   described({ type: 'boolean', ...(description ? { description } : {}) });
 
-/** An epoch-milliseconds instant (API.md §Conventions: `…At`). */
+/** An epoch-milliseconds instant (docs/api.md, Conventions: `…At`). */
 export const instant = (description: string): Described<number> =>
   integer(`${description} (epoch ms).`, { format: 'int64' });
 

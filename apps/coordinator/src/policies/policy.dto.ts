@@ -20,7 +20,7 @@ import {
   type RetryBudgetPolicy,
 } from '@sluice/protocol';
 
-/** Every section is optional: omitted fields take the defaults (API.md §Policy document). */
+/** Every section is optional: omitted fields take the defaults (docs/api.md, Policy documents). */
 export class RetryBudgetPolicyDto implements Partial<RetryBudgetPolicy> {
   @IsOptional()
   @IsNumber({ allowNaN: false, allowInfinity: false })
@@ -209,7 +209,7 @@ export class DependencyPolicyDto implements DependencyPolicyOverride {
   concurrency?: ConcurrencyPolicyDto | null;
 }
 
-/** A queue's document: every field optional, omitted ones take the defaults (API.md §Policy document). */
+/** A queue's document: every field optional, omitted ones take the defaults (docs/api.md, Policy documents). */
 export class QueuePolicyDto implements QueuePolicyOverride {
   @IsOptional()
   @IsInt()
