@@ -2,7 +2,8 @@ import { openEventStream } from '../support/sse';
 import { testCoordinator, type TestCoordinator, type TestInstance } from '../support/test-coordinator';
 
 // The probe lease outlasts a 200-request storm on a busy 2-core machine by a wide margin.
-const FAST_BREAKER = { minimumCalls: 10, openMs: 300, probeLeaseMs: 2000, closeAfterSuccesses: 1 };
+// The probe lease outlasts a storm of 200 admits on a loaded 2-core machine (each storm checks one lease).
+const FAST_BREAKER = { minimumCalls: 10, openMs: 300, probeLeaseMs: 6000, closeAfterSuccesses: 1 };
 const POLICIES = {
   namespaces: {
     fleet: {
