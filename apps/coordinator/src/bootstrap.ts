@@ -9,6 +9,7 @@ import { AppModule } from './app.module';
 import { BODY_LIMIT_BYTES } from './common/body-limit';
 import { sendError } from './common/http-error.filter';
 import { checkJsonObjectBody } from './common/json-body';
+import { installRequestValidation } from './common/request-validation';
 import { isLoopbackHost, type SluiceConfig } from './config/config';
 import { createLogger, NestPinoLogger, withRequestLog } from './logging/logger';
 import { MetricsService } from './metrics/metrics.service';
@@ -54,6 +55,8 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
   });
   await registerLoadShedding(app, config, metrics);
   fastify.addHook('preValidation', async (request) => checkJsonObjectBody(request));
+  // Bodies and query strings against the document's schemas, in linear time, before Nest's pipe.
+  installRequestValidation(app);
   fastify.addHook('preHandler', (request, _reply, done) => withRequestLog(request, done));
   fastify.addHook('onResponse', async (request, reply) => {
     metrics.httpRequestDuration.observe(
