@@ -55,7 +55,7 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
   });
   await registerLoadShedding(app, config, metrics);
   fastify.addHook('preValidation', async (request) => checkJsonObjectBody(request));
-  // Bodies and query strings against the document's schemas, in linear time, before Nest's pipe.
+  // Bodies' shape, then path, query and body against the document's schemas: linear time, before the pipe.
   installRequestValidation(app);
   fastify.addHook('preHandler', (request, _reply, done) => withRequestLog(request, done));
   fastify.addHook('onResponse', async (request, reply) => {
