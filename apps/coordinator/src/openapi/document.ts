@@ -12,6 +12,7 @@ import {
 } from '@nestjs/swagger';
 import { IDEMPOTENCY_KEY_PATTERN, RESOURCE_NAME_PATTERN } from '@sluice/protocol';
 import { BODY_LIMIT_BYTES } from '../common/body-limit';
+import { BODY_LIMITS } from '../common/body-shape';
 import { requestSchemas } from './request-schemas';
 import { BEARER_SCHEME, sizeOf } from './routes';
 import { RESPONSE_SCHEMAS } from './schemas';
@@ -35,7 +36,9 @@ loopback only.
 naming each field at fault). Bad input never yields a 5xx and never changes state. An unknown path or
 method is 404 \`not_found\`; an over-long URL 414 \`validation_failed\`. Request bodies are JSON objects
 of at most ${sizeOf(BODY_LIMIT_BYTES)}: another content type is 415, a larger body 413 \`payload_too_large\`,
-a field a route does not take 400. \`Retry-After\` headers are whole seconds, rounded up.
+a field a route does not take 400, and so is a body nested deeper than ${BODY_LIMITS.maxDepth} levels (the body is
+level 1) or with more than ${BODY_LIMITS.maxProperties} properties in an object or ${BODY_LIMITS.maxItems} items in an
+array. \`null\` is a value only where a schema says \`nullable\`. \`Retry-After\` headers are whole seconds, rounded up.
 
 **Names.** \`{ns}\`, \`{dep}\`, \`{limit}\` and \`{queue}\` match \`${RESOURCE_NAME_PATTERN.source}\`; an
 idempotency \`{key}\` and a message id match \`${IDEMPOTENCY_KEY_PATTERN.source}\`. A dependency, limit or
