@@ -54,12 +54,6 @@ describe('a 503 hides nothing: caller-chosen ids across a hung Redis (private re
   const retriesOfPay = async () =>
     (await request(coordinator!.server).get('/v1/shop/deps/pay').expect(200)).body.budget.retries as number;
 
-  function signalRedis(signal: 'SIGSTOP' | 'SIGCONT'): void {
-    const { pid } = redis;
-    if (pid === undefined) throw new Error('the private redis-server is not running');
-    process.kill(pid, signal);
-  }
-
   beforeAll(async () => {
     await redis.start();
     coordinator = await testCoordinator({
@@ -75,13 +69,7 @@ describe('a 503 hides nothing: caller-chosen ids across a hung Redis (private re
   });
 
   afterAll(async () => {
-    try {
-      // A failure between SIGSTOP and SIGCONT must not leave the server stopped.
-      const { pid } = redis;
-      if (pid !== undefined) process.kill(pid, 'SIGCONT');
-    } catch {
-      // already gone
-    }
+    redis.resume(); // a failure between SIGSTOP and SIGCONT must not leave the server stopped
     try {
       await coordinator?.close();
     } finally {
@@ -100,7 +88,7 @@ describe('a 503 hides nothing: caller-chosen ids across a hung Redis (private re
     await post('/v1/shop/deps/warm-up/retry', { attempt: 1, idempotent: true, status: 503 }).expect(200);
 
     // Redis hangs past the store timeout while each call is in flight: every one answers 503.
-    signalRedis('SIGSTOP');
+    redis.pause();
     let hung: request.Response[];
     try {
       hung = await Promise.all([
@@ -111,7 +99,7 @@ describe('a 503 hides nothing: caller-chosen ids across a hung Redis (private re
         post(PATHS.retry, RETRY),
       ]);
     } finally {
-      signalRedis('SIGCONT');
+      redis.resume();
     }
     for (const [name, answer] of Object.keys(PATHS).map((name, i) => [name, hung[i]] as const)) {
       expect({ name, status: answer.status, code: answer.body.code }).toEqual({

@@ -34,11 +34,6 @@ describe('an instance past its in-flight cap', () => {
     return Number(line?.split(' ').at(-1) ?? NaN);
   };
 
-  const signalRedis = (signal: 'SIGSTOP' | 'SIGCONT') => {
-    if (redis.pid === undefined) throw new Error('private redis-server is not running');
-    process.kill(redis.pid, signal);
-  };
-
   beforeAll(async () => {
     await redis.start();
     coordinator = await testCoordinator({
@@ -49,17 +44,13 @@ describe('an instance past its in-flight cap', () => {
   });
 
   afterAll(async () => {
-    try {
-      if (redis.pid !== undefined) process.kill(redis.pid, 'SIGCONT');
-    } catch {
-      // already gone
-    }
+    redis.resume();
     await coordinator?.close();
     await redis.cleanup();
   });
 
   it('answers 503 overloaded with Retry-After before doing any work, and keeps health and metrics open', async () => {
-    signalRedis('SIGSTOP');
+    redis.pause();
     // Two asks wait on the stopped store: the instance is at its cap.
     const held = [post('/v1/shop/deps/pay/retry', RETRY), post('/v1/shop/deps/pay/retry', RETRY)];
     await waitUntil(
@@ -75,7 +66,7 @@ describe('an instance past its in-flight cap', () => {
     expect((await fetch(`${coordinator!.url}/health/live`)).status).toBe(200);
     expect(await metric('sluice_overload_rejections_total')).toBe(1);
 
-    signalRedis('SIGCONT');
+    redis.resume();
     const answers = await Promise.all(
       held.map(async (response) => (await (await response).json()) as { reason: string }),
     );

@@ -117,12 +117,6 @@ describe('store down (private Redis: crashed, hung, restarted empty)', () => {
     return Number(/errorstat_NOSCRIPT:count=(\d+)/.exec(info)?.[1] ?? 0);
   }
 
-  function signalRedis(signal: 'SIGSTOP' | 'SIGCONT'): void {
-    const { pid } = redis;
-    if (pid === undefined) throw new Error('private redis-server is not running');
-    process.kill(pid, signal);
-  }
-
   beforeAll(async () => {
     await redis.start();
     coordinator = await testCoordinator({
@@ -133,13 +127,7 @@ describe('store down (private Redis: crashed, hung, restarted empty)', () => {
   });
 
   afterAll(async () => {
-    try {
-      // A failed SIGSTOP test must not leave the server stopped (SIGKILL ends it anyway).
-      const { pid } = redis;
-      if (pid !== undefined) process.kill(pid, 'SIGCONT');
-    } catch {
-      // already gone
-    }
+    redis.resume(); // a failed SIGSTOP test must not leave the server stopped
     try {
       await coordinator?.close();
     } finally {
@@ -158,7 +146,7 @@ describe('store down (private Redis: crashed, hung, restarted empty)', () => {
   });
 
   it('hung Redis (SIGSTOP, connection open but silent): 503 store_unavailable within the store timeout', async () => {
-    signalRedis('SIGSTOP');
+    redis.pause();
     try {
       const answer = await retry();
       timings.retry503WhilePaused = round(answer.elapsedMs);
@@ -178,7 +166,7 @@ describe('store down (private Redis: crashed, hung, restarted empty)', () => {
       expectPrompt(ready, 'GET /health/ready while Redis is paused');
       expect((await call('GET', '/health/live')).status).toBe(200);
     } finally {
-      signalRedis('SIGCONT');
+      redis.resume();
     }
     const { answer, waitedMs, failures } = await pollUntilRetryAnswers();
     timings.recoveryAfterSigcont = round(waitedMs);

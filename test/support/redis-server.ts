@@ -153,6 +153,21 @@ export class RedisServerProcess {
     }
   }
 
+  /** SIGSTOP: Redis stalls with its connections open, as a hung host does. */
+  pause(): void {
+    if (this.pid === undefined) throw new Error('the private redis-server is not running');
+    process.kill(this.pid, 'SIGSTOP');
+  }
+
+  /** SIGCONT: a paused Redis answers again. Safe to call when it is not paused or not running. */
+  resume(): void {
+    try {
+      if (this.pid !== undefined) process.kill(this.pid, 'SIGCONT');
+    } catch {
+      // already gone
+    }
+  }
+
   /** SIGTERM (graceful shutdown; SIGKILL after a grace period) and wait for exit. Idempotent. */
   stop(): Promise<void> {
     return this.terminate('SIGTERM');

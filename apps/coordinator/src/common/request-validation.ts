@@ -223,8 +223,8 @@ function paramsSchemaOf(operation: OperationObject): object | undefined {
   return { type: 'object', properties, required: parameters.map((parameter) => parameter.name) };
 }
 
-/** The JSON Schema keywords ajv checks; annotations and OpenAPI's own keywords (format, example) are left out. */
-const CHECKED_KEYWORDS = [
+/** Keywords about a single value: on an item of an array of plain values, class-validator names the array. */
+const VALUE_KEYWORD_LIST = [
   'type',
   'enum',
   'const',
@@ -236,6 +236,12 @@ const CHECKED_KEYWORDS = [
   'minLength',
   'maxLength',
   'pattern',
+] as const;
+const VALUE_KEYWORDS: ReadonlySet<string> = new Set(VALUE_KEYWORD_LIST);
+
+/** The JSON Schema keywords ajv checks; annotations and OpenAPI's own keywords (format, example) are left out. */
+const CHECKED_KEYWORDS = [
+  ...VALUE_KEYWORD_LIST,
   'minItems',
   'maxItems',
   'uniqueItems',
@@ -336,21 +342,6 @@ const segmentsOf = (pointer: string): string[] =>
         .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
 
 const INDEX = /^(?:0|[1-9]\d*)$/;
-
-/** Keywords about a single value: on an item of an array of plain values, class-validator names the array. */
-const VALUE_KEYWORDS = new Set([
-  'type',
-  'enum',
-  'const',
-  'minimum',
-  'maximum',
-  'exclusiveMinimum',
-  'exclusiveMaximum',
-  'multipleOf',
-  'minLength',
-  'maxLength',
-  'pattern',
-]);
 
 function detailOf(error: ErrorObject, place: Place): ErrorDetail {
   const segments = segmentsOf(error.instancePath);
