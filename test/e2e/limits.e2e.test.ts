@@ -444,7 +444,9 @@ describe('limits, admits and shadow mode on the embedded store', () => {
       const RATE = 100;
       const BURST = 20; // 200 ms of allowance: rides out most stalls of this shared machine
       const RUN_MS = 2500;
-      const MAX_RESTARTS = 3;
+      // Each restart is a stall of this shared machine longer than the burst lasts (it begins the
+      // measurement afresh); more than a few means the run measured the machine, not the limit.
+      const MAX_RESTARTS = 8;
       // Warm up: a keep-alive connection, the route and the namespace's policies, so the first
       // timed take pays no connect or cold-start time.
       expect((await take('per-second', { key: 'warm-up' })).status).toBe(200);

@@ -46,7 +46,15 @@ describe('retries at one layer: A → B → C, each using the SDK, C failing', (
   beforeAll(async () => {
     coordinator = await startShopCoordinator({ 'svc-b': QUICK_BACKOFF, 'svc-c': QUICK_BACKOFF });
     const client = (name: 'a' | 'b') => {
-      const sluice = new Sluice({ baseUrls: [coordinator.url], namespace: 'shop', reporter: name, logger: false });
+      // The coordinator shares this process's event loop with three services: its decisions may come
+      // later than the default 50 ms here, and this suite is about deadlines and attempts, not that.
+      const sluice = new Sluice({
+        baseUrls: [coordinator.url],
+        namespace: 'shop',
+        reporter: name,
+        logger: false,
+        decisionTimeoutMs: 1000,
+      });
       sluice.onGiveUp((event) => giveUps[name].push(event));
       clients.push(sluice);
       return sluice;
