@@ -5,7 +5,7 @@
 // request at a time on one keep-alive connection; the server's own CPU time per request is read
 // from /proc. Run with `npm run bench:bad-input` (builds dist/ first); `-- --baseline <checkout>`
 // runs another built checkout (its dist/) the same way, side by side.
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -23,7 +23,8 @@ const RETRY = `/v1/${NAMESPACE}/deps/payments/retry`;
 const BODY_LIMIT_BYTES = 1024 * 1024;
 /** Requests per body after the warm-up; fewer for the largest, which cost the most before the fix. */
 const REPEATS = { small: 50, large: 10 };
-const WARMUP = 3;
+/** Warm-up requests per body, so the JIT has compiled the path measured; fewer for the largest. */
+const WARMUP = { small: 200, large: 3 };
 
 const { values: options } = parseArgs({
   options: { baseline: { type: 'string' }, redis: { type: 'boolean', default: false } },
@@ -104,7 +105,7 @@ const median = (values) => {
   return sorted[Math.floor(sorted.length / 2)];
 };
 
-/** Sends each body WARMUP + repeats times, one at a time; the time and server CPU per request. */
+/** Sends each body its warm-up and repeats, one at a time; the time and server CPU per request. */
 async function measureBodies(url, pid) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const rows = [];
@@ -112,7 +113,8 @@ async function measureBodies(url, pid) {
     for (const body of BODIES) {
       if (Buffer.byteLength(body.text) > BODY_LIMIT_BYTES) throw new Error(`${body.name} is over the body limit`);
       const repeats = body.size >= 100_000 ? REPEATS.large : REPEATS.small;
-      for (let i = 0; i < WARMUP; i++) await post(url + RETRY, body.text, agent);
+      const warmup = body.size >= 100_000 ? WARMUP.large : WARMUP.small;
+      for (let i = 0; i < warmup; i++) await post(url + RETRY, body.text, agent);
       const cpuBefore = await cpuMs(pid);
       const answers = [];
       for (let i = 0; i < repeats; i++) answers.push(await post(url + RETRY, body.text, agent));
@@ -152,7 +154,13 @@ function withGrowth(rows) {
   });
 }
 
+/** A budget no run exhausts, so the valid decision is a grant (the write path) every time. */
+const POLICIES = { default: { retryBudget: { ratio: 1, minRetriesPerSecond: 100_000, windowSeconds: 10 } } };
+
 async function measure(label, checkout) {
+  const folder = await mkdtemp(join(os.tmpdir(), 'sluice-bench-bad-input-'));
+  const policiesFile = join(folder, 'policies.json');
+  await writeFile(policiesFile, JSON.stringify(POLICIES));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const prefix = `sluice-bench-bad-input-${process.pid}-${Date.now().toString(36)}`;
@@ -160,6 +168,7 @@ async function measure(label, checkout) {
     PATH: process.env.PATH,
     SLUICE_PORT: String(port),
     SLUICE_LOG_LEVEL: 'error',
+    SLUICE_POLICIES_FILE: policiesFile,
     // Measured one request at a time: no shedding on the event-loop delay the old code's refusals cause.
     SLUICE_MAX_EVENT_LOOP_DELAY_MS: '0',
     ...(options.redis ? { SLUICE_REDIS_URL: REDIS_URL, SLUICE_KEY_PREFIX: prefix } : {}),
@@ -172,6 +181,7 @@ async function measure(label, checkout) {
   } finally {
     await stopChild(child);
     if (options.redis) await deleteKeys(prefix);
+    await rm(folder, { recursive: true, force: true });
   }
 }
 
@@ -236,7 +246,7 @@ async function main() {
     };
     console.log(
       `node ${environment.node}, ${environment.cores} cores (${environment.cpu}); ${environment.store} store; ` +
-        `one request at a time, median of ${REPEATS.small} (${REPEATS.large} for 100k) after ${WARMUP} warm-up`,
+        `one request at a time, median of ${REPEATS.small} (${REPEATS.large} for 100k) after ${WARMUP.small} warm-up (${WARMUP.large})`,
     );
     const runs = [{ label: 'this checkout', rows: await measure('this checkout', ROOT) }];
     if (options.baseline) {
