@@ -1,6 +1,7 @@
-import { IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
+import { IsInt, IsOptional, Max, Min } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
-import { REQUEST_ID_PATTERN, type AdmitRequest } from '@sluice/protocol';
+import { CallerChosenId } from '../common/caller-id.decorator';
+import { type AdmitRequest } from '@sluice/protocol';
 
 export class AdmitRequestDto implements AdmitRequest {
   /** What the call costs against a rate limit (1 by default). */
@@ -12,14 +13,10 @@ export class AdmitRequestDto implements AdmitRequest {
   cost?: number;
 
   /** Caller-chosen; a grant is kept under it (at least 60 s, at least the lease's and the probe's life). */
-  @IsOptional()
-  @IsString()
-  @Matches(REQUEST_ID_PATTERN, { message: `must match ${REQUEST_ID_PATTERN.source}` })
-  @JSONSchema({
-    description:
-      'Caller-chosen id of this call (e.g. a UUID). Asking again with it (after a timeout or a 503) answers the ' +
+  @CallerChosenId(
+    'Caller-chosen id of this call (e.g. a UUID). Asking again with it (after a timeout or a 503) answers the ' +
       'first grant, with the same `probe` token and `lease` id, taking nothing twice; the grant is kept at least ' +
       '60 s and at least the lease\u2019s and the probe\u2019s life. A refusal is not kept: asking again decides again.',
-  })
+  )
   requestId?: string;
 }

@@ -1,10 +1,10 @@
-import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsOptional, Max, Min } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
+import { CallerChosenId } from '../common/caller-id.decorator';
 import {
   FAILURE_KINDS,
   MAX_DURATION_MS,
   MAX_RETRY_ATTEMPT,
-  REQUEST_ID_PATTERN,
   type FailureKind,
   type RetryRequest,
 } from '@sluice/protocol';
@@ -49,14 +49,10 @@ export class RetryRequestDto implements RetryRequest {
   retryAfterMs?: number;
 
   /** Caller-chosen; a grant is kept under it (at least 60 s, at least the budget window). */
-  @IsOptional()
-  @IsString()
-  @Matches(REQUEST_ID_PATTERN, { message: `must match ${REQUEST_ID_PATTERN.source}` })
-  @JSONSchema({
-    description:
-      'Caller-chosen id of this ask (e.g. a UUID). Asking again with it (after a timeout or a 503) answers the ' +
+  @CallerChosenId(
+    'Caller-chosen id of this ask (e.g. a UUID). Asking again with it (after a timeout or a 503) answers the ' +
       'first grant, with its delay and budget, and counts no second retry; the grant is kept at least 60 s and ' +
       'at least the budget window. A denial is not kept: asking again decides again.',
-  })
+  )
   requestId?: string;
 }

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsObject, IsOptional, IsString, Matches, Max, Min, ValidateNested } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
+import { CallerChosenId } from '../common/caller-id.decorator';
 import {
   BODY_ENCODINGS,
   DEFAULT_IDEMPOTENCY_LEASE_MS,
@@ -9,7 +10,6 @@ import {
   IDEMPOTENCY_KEY_PATTERN,
   IDEMPOTENCY_TOKEN_PATTERN,
   MAX_IDEMPOTENCY_RETENTION_SECONDS,
-  REQUEST_ID_PATTERN,
   type BodyEncoding,
   type IdempotencyClaimRequest,
   type IdempotencyCompleteRequest,
@@ -57,15 +57,11 @@ export class ClaimRequestDto implements IdempotencyClaimRequest {
   retentionSeconds?: number;
 
   /** Caller-chosen; kept in the key's record for as long as the record lives. */
-  @IsOptional()
-  @IsString()
-  @Matches(REQUEST_ID_PATTERN, { message: `must match ${REQUEST_ID_PATTERN.source}` })
-  @JSONSchema({
-    description:
-      'Caller-chosen id of this claim (e.g. a UUID). Claiming again with it and the same fingerprint while the ' +
+  @CallerChosenId(
+    'Caller-chosen id of this claim (e.g. a UUID). Claiming again with it and the same fingerprint while the ' +
       'claim\u2019s lease runs (after a timeout or a 503) answers 201 with the same `token` and `resumed: true` ' +
       'instead of 409 `in_flight`.',
-  })
+  )
   claimId?: string;
 }
 

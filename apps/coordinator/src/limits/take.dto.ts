@@ -1,6 +1,7 @@
-import { IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
+import { IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
-import { LIMIT_KEY_PATTERN, REQUEST_ID_PATTERN, type TakeRequest } from '@sluice/protocol';
+import { CallerChosenId } from '../common/caller-id.decorator';
+import { LIMIT_KEY_PATTERN, type TakeRequest } from '@sluice/protocol';
 
 export class TakeRequestDto implements TakeRequest {
   /** Whose allowance this is: a user, a tenant, an IP address. */
@@ -16,14 +17,10 @@ export class TakeRequestDto implements TakeRequest {
   cost?: number;
 
   /** Caller-chosen; a granted take is kept under it (at least 60 s, at least the limit's period). */
-  @IsOptional()
-  @IsString()
-  @Matches(REQUEST_ID_PATTERN, { message: `must match ${REQUEST_ID_PATTERN.source}` })
-  @JSONSchema({
-    description:
-      'Caller-chosen id of this take (e.g. a UUID). Asking again with it (after a timeout or a 503) within the ' +
+  @CallerChosenId(
+    'Caller-chosen id of this take (e.g. a UUID). Asking again with it (after a timeout or a 503) within the ' +
       'limit\u2019s period (and at least 60 s) answers the first granted answer without taking again. A denial ' +
       'is not kept: asking again decides again.',
-  })
+  )
   requestId?: string;
 }
