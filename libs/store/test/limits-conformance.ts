@@ -113,6 +113,19 @@ export function describeLimitsConformance(label: string, open: () => Promise<Sto
       expect((await admit(ref, { concurrency })).verdict).toBe('concurrency_limited');
     });
 
+    it('keeps a long lease when a shorter one joins or is renewed (the set lives as long as its longest lease)', async () => {
+      const ref = freshRef();
+      const long = await admit(ref, { concurrency: { limit: 2, leaseMs: 600_000 } });
+      // A policy change shortens the leases handed out next.
+      const short = await admit(ref, { concurrency: { limit: 2, leaseMs: 100 } });
+      expect(short.lease).toBeDefined();
+      expect((await store.renewLease(ref, short.lease!.id, 100)).expiresAt).not.toBeNull();
+      await subject.pass(1300);
+      expect(await store.renewLease(ref, long.lease!.id, 600_000)).toMatchObject({ leasesInUse: 1 });
+      expect((await admit(ref, { concurrency: { limit: 2, leaseMs: 100 } })).verdict).toBe('granted');
+      expect((await admit(ref, { concurrency: { limit: 2, leaseMs: 100 } })).verdict).toBe('concurrency_limited');
+    });
+
     it('holds the concurrency limit under concurrent admits', async () => {
       const ref = freshRef();
       const answers = await Promise.all(

@@ -36,6 +36,7 @@ local rcall = redis.call
 --- @include "clock"
 --- @include "breaker"
 --- @include "gcra"
+--- @include "lease_set"
 
 local policy = cjson.decode(ARGV[1])
 local halfOpenProbes, probeLeaseMs = policy.breaker.halfOpenProbes, policy.breaker.probeLeaseMs
@@ -93,7 +94,7 @@ if concurrency then
   end
   leaseExpiresAt = nowMs + concurrency.leaseMs
   rcall('ZADD', KEYS[4], leaseExpiresAt, leaseId)
-  rcall('PEXPIRE', KEYS[4], concurrency.leaseMs + 1000)
+  leaseSetExpire(KEYS[4])
   inUse = inUse + 1
 end
 
@@ -104,7 +105,7 @@ local probeExpiresAt, probeToken = -1, ''
 if probe then
   probeExpiresAt, probeToken = nowMs + probeLeaseMs, ARGV[2]
   rcall('ZADD', KEYS[2], probeExpiresAt, probeToken)
-  rcall('PEXPIRE', KEYS[2], probeLeaseMs + 1000)
+  leaseSetExpire(KEYS[2])
 end
 local grantedLeaseId = leaseExpiresAt >= 0 and leaseId or ''
 if requestId ~= '' then

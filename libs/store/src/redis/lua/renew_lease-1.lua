@@ -10,6 +10,7 @@
 ]]
 local rcall = redis.call
 --- @include "clock"
+--- @include "lease_set"
 
 local _, nowMs = serverTime()
 rcall('ZREMRANGEBYSCORE', KEYS[1], '-inf', nowMs)
@@ -18,5 +19,5 @@ if not rcall('ZSCORE', KEYS[1], ARGV[1]) then
 end
 local expiresAt = nowMs + tonumber(ARGV[2])
 rcall('ZADD', KEYS[1], 'XX', expiresAt, ARGV[1])
-rcall('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + 1000)
+leaseSetExpire(KEYS[1])
 return { expiresAt, rcall('ZCARD', KEYS[1]) }
