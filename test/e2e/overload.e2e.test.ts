@@ -1,3 +1,4 @@
+import { sustainedDelayMs } from '../../apps/coordinator/src/overload/event-loop-delay';
 import { shedReason } from '../../apps/coordinator/src/overload/load-shedding';
 import { RedisServerProcess, waitUntil } from '../support/redis-server';
 import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
@@ -12,6 +13,16 @@ describe('shedReason', () => {
     expect(shedReason(201, 0, limits)).toBe('event_loop_delay');
     expect(shedReason(0, 10, limits)).toBe('in_flight');
     expect(shedReason(10_000, 10_000, { maxEventLoopDelayMs: 0, maxInFlight: 0 })).toBeUndefined();
+  });
+});
+
+describe('sustainedDelayMs', () => {
+  it('is high only when every one of the last samples is: one stall is not an overload', () => {
+    expect(sustainedDelayMs([1500, 4, 3])).toBe(3);
+    expect(sustainedDelayMs([3, 4, 1500])).toBe(3);
+    expect(sustainedDelayMs([1200, 1300, 1100])).toBe(1100);
+    expect(sustainedDelayMs([9, 1200, 1300, 1100])).toBe(1100);
+    expect(sustainedDelayMs([1500, 1500])).toBe(0); // not yet three samples
   });
 });
 

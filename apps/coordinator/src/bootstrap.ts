@@ -53,7 +53,7 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
   fastify.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  await registerLoadShedding(app, config, metrics);
+  registerLoadShedding(app, config, metrics);
   fastify.addHook('preValidation', async (request) => checkJsonObjectBody(request));
   // Bodies' shape, then path, query and body against the document's schemas: linear time, before the pipe.
   installRequestValidation(app);
