@@ -70,6 +70,23 @@ describe('ReplyDeadline', () => {
     expect((error as Error).message).toBe('Redis did not answer within 20 ms');
   });
 
+  it('asks a probe before failing a silent connection: a Redis busy with others is not an outage', async () => {
+    let probes = 0;
+    const deadline = new ReplyDeadline(20, 1000, () => {
+      probes += 1;
+      return client.ping();
+    });
+    // The connection stays silent for 120 ms (Redis working through other clients' pipelines).
+    await expect(deadline.guard(replyAfter(120, 'late'))).resolves.toBe('late');
+    expect(probes).toBeGreaterThan(0);
+  });
+
+  it('fails a silent connection whose probe gets no answer either', async () => {
+    const deadline = new ReplyDeadline(20, 1000, () => never());
+    const error = await deadline.guard(never()).catch((caught: unknown) => caught);
+    expect(isStoreUnavailableError(error)).toBe(true);
+  });
+
   it('fails a call that waits longer than its longest wait, though its connection keeps answering', async () => {
     const deadline = new ReplyDeadline(20, 60);
     const chatty = setInterval(() => void deadline.guard(replyAfter(1, 'ok')), 5);

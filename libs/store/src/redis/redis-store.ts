@@ -53,6 +53,7 @@ export class RedisStore extends ComposedStore implements Store {
       waitUntilReady: (timeoutMs) => waitUntilReady(client, timeoutMs),
       async close() {
         events?.close();
+        scripts.close();
         client.disconnect();
       },
     });

@@ -20,6 +20,12 @@ import { StoreUnavailableError } from '../errors';
  * stuck Redis answers nothing and fails every call on it within `timeoutMs`. No call waits more
  * than `maxWaitMs` in all.
  *
+ * A connection can also be silent because Redis is busy with other clients' work (another
+ * instance's pipeline of hundreds of scripts). With a `probe` (a PING on a connection of its own),
+ * a silent connection is asked about before its calls fail: a Redis that answers the probe within
+ * `timeoutMs` is alive and working through its queue, and the calls wait on; one that does not is
+ * stalled or gone. One probe per lane is in flight at a time.
+ *
  * @example
  * const deadline = new ReplyDeadline(50);
  * const reply = await deadline.guard(client.ping());
@@ -28,9 +34,13 @@ export class ReplyDeadline {
   /** When each lane last delivered a reply (performance.now()). */
   private readonly lastReplyAt = new Map<string, number>();
 
+  /** Probes in flight, by lane: true once Redis answered within the timeout. */
+  private readonly probes = new Map<string, Promise<boolean>>();
+
   constructor(
     readonly timeoutMs: number,
-    readonly maxWaitMs = timeoutMs * 20,
+    readonly maxWaitMs = timeoutMs * 10,
+    private readonly probe?: (lane: string) => Promise<unknown> | undefined,
   ) {}
 
   guard<T>(operation: Promise<T>, lane = ''): Promise<T> {
@@ -43,10 +53,19 @@ export class ReplyDeadline {
         if (settled) return;
         const now = performance.now();
         const silentFor = now - Math.max(writtenAt, this.lastReplyAt.get(lane) ?? 0);
-        if (silentFor < this.timeoutMs && now - writtenAt < this.maxWaitMs) {
+        const mayWait = now - writtenAt < this.maxWaitMs;
+        if (silentFor < this.timeoutMs && mayWait) {
           arm(this.timeoutMs - silentFor);
           return;
         }
+        if (mayWait && this.probe) {
+          void this.alive(lane).then((alive) => (alive ? check() : fail()));
+          return;
+        }
+        fail();
+      };
+      const fail = () => {
+        if (settled) return;
         settled = true;
         reject(new StoreUnavailableError(`Redis did not answer within ${this.timeoutMs} ms`));
       };
@@ -78,6 +97,31 @@ export class ReplyDeadline {
         },
       );
     });
+  }
+
+  /** Whether Redis answers the lane's probe within the timeout (one probe per lane at a time). */
+  private alive(lane: string): Promise<boolean> {
+    let pending = this.probes.get(lane);
+    if (!pending) {
+      pending = new Promise<boolean>((resolve) => {
+        const ping = this.probe?.(lane);
+        if (!ping) return resolve(false);
+        const timer = setTimeout(() => afterPendingReads(() => resolve(false)), this.timeoutMs);
+        ping.then(
+          () => {
+            clearTimeout(timer);
+            this.lastReplyAt.set(lane, performance.now());
+            resolve(true);
+          },
+          () => {
+            clearTimeout(timer);
+            resolve(false);
+          },
+        );
+      }).finally(() => this.probes.delete(lane));
+      this.probes.set(lane, pending);
+    }
+    return pending;
   }
 }
 

@@ -1,5 +1,5 @@
 import calculateSlot from 'cluster-key-slot';
-import { Cluster } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import type { RedisClient } from './connection';
 import { ReplyDeadline } from './reply-deadline';
 import {
@@ -16,13 +16,30 @@ import {
  */
 export class ScriptRunner {
   private readonly deadline: ReplyDeadline;
+  /**
+   * A connection of its own for PING, asked when the scripts' connection goes silent (standalone
+   * only: on a Cluster a silent node's calls fail on its silence). Opened on first need.
+   */
+  private prober?: Redis;
 
   constructor(
     readonly client: RedisClient,
     timeoutMs: number,
   ) {
-    this.deadline = new ReplyDeadline(timeoutMs);
+    const probe = client instanceof Cluster ? undefined : () => this.probeConnection(client).ping();
+    this.deadline = new ReplyDeadline(timeoutMs, undefined, probe);
     defineScripts(client);
+  }
+
+  private probeConnection(client: Redis): Redis {
+    // Its first PING waits for the connection (bounded by the probe's own timeout).
+    this.prober ??= client.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true });
+    return this.prober;
+  }
+
+  /** Closes the probe connection (the client is its owner's to close). */
+  close(): void {
+    this.prober?.disconnect();
   }
 
   /** Calls one script with its KEYS then its ARGV; the first key names the connection timed. */
