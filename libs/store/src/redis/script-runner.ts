@@ -26,14 +26,19 @@ export class ScriptRunner {
     readonly client: RedisClient,
     timeoutMs: number,
   ) {
-    const probe = client instanceof Cluster ? undefined : () => this.probeConnection(client).ping();
+    const probe = client instanceof Cluster ? undefined : () => this.probeConnection(client)?.ping();
     this.deadline = new ReplyDeadline(timeoutMs, undefined, probe);
     defineScripts(client);
   }
 
-  private probeConnection(client: Redis): Redis {
-    // Its first PING waits for the connection (bounded by the probe's own timeout).
-    this.prober ??= client.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true });
+  /**
+   * The probe connection; undefined (no answer) while an opened one is not ready, so PINGs never
+   * pile up in its queue through an outage. Its first PING waits for it to connect (bounded by the
+   * probe's own timeout).
+   */
+  private probeConnection(client: Redis): Redis | undefined {
+    if (this.prober) return this.prober.status === 'ready' ? this.prober : undefined;
+    this.prober = client.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true });
     return this.prober;
   }
 
