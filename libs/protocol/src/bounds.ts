@@ -16,6 +16,9 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 /** The highest `attempt` of a retry ask (1 = the first retry). */
 export const MAX_RETRY_ATTEMPT = 100;
 
+/** Most asks in one batch of retry decisions (`POST /v1/{ns}/retries`). */
+export const MAX_RETRY_ASKS = 1000;
+
 /** Most dependency entries in one report. */
 export const MAX_REPORT_ENTRIES = 100;
 

@@ -1,5 +1,6 @@
 export * from './policy';
 export * from './retry';
+export * from './retries';
 export * from './reports';
 export * from './dependency';
 export * from './errors';

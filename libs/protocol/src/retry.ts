@@ -48,4 +48,10 @@ export interface RetryDecision {
   budget: BudgetView;
   breaker: BreakerSummary;
   shadow: boolean;
+  /**
+   * On a `budget_exhausted` or `breaker_open` denial only: the earliest time from now, ms, at which
+   * the same ask could be granted if no new requests were reported. Ask again for this dependency
+   * no sooner than the smaller of this and the next report; deny locally with the same reason meanwhile.
+   */
+  retryAfterMs?: number;
 }
