@@ -1,5 +1,6 @@
 import type { BudgetView, RetryBudgetPolicy } from '@sluice/protocol';
 import { BreakerMachine, CLOSED_BREAKER, type BreakerRecord, type BreakerTransition } from './breaker';
+import type { GcraCell } from './gcra';
 import { LATENCY_FIELDS } from './latency-histogram';
 import { retryBudgetLimit } from './retry-budget';
 import { SlidingWindowCounter, epochSecond } from './sliding-window';
@@ -19,8 +20,8 @@ export interface DependencyState {
   breaker: BreakerRecord;
   /** Probe token → lease expiry (epoch ms). */
   probes: Map<string, number>;
-  /** The rate limit's theoretical arrival time (epoch ms). */
-  rateTat: number | null;
+  /** The rate limit's theoretical arrival time. */
+  rateTat: GcraCell | null;
   /** Concurrency lease id → expiry (epoch ms). */
   leases: Map<string, number>;
   /** Latency counts on the fixed bounds (LATENCY_FIELDS). */

@@ -1,4 +1,4 @@
-import { gcraTake } from '@sluice/core';
+import { gcraCharge, gcraTake, type GcraCell } from '@sluice/core';
 import type { DependencyPolicy, RateLimitPolicy } from '@sluice/protocol';
 import type { LimitReason } from '../errors';
 
@@ -23,8 +23,8 @@ export type LocalAdmission =
  * is checked before the fleet is asked ({@link whileUnleased}).
  */
 export class LocalLimits {
-  /** The GCRA cell's theoretical arrival time (epoch ms); null when never taken. */
-  private tat: number | null = null;
+  /** The GCRA cell's theoretical arrival time; null when never taken. */
+  private tat: GcraCell | null = null;
   /** Attempts of this process holding a concurrency slot now (leased by the fleet, or admitted here). */
   inFlight = 0;
   /** Of those, the ones admitted here: the fleet does not know them. */
@@ -71,9 +71,7 @@ export class LocalLimits {
     const { rateLimit, concurrency } = this.policy();
     if (rateLimit) {
       const scaled = this.scaled(rateLimit);
-      const interval = scaled.periodMs / scaled.rate;
-      const start = Math.max(this.tat ?? now, now);
-      this.tat = Math.min(start + interval * Math.min(cost, scaled.burst), now + interval * scaled.burst);
+      this.tat = gcraCharge(scaled, this.tat, now, Math.min(cost, scaled.burst));
     }
     if (!concurrency) return false;
     this.inFlight++;

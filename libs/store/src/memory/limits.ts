@@ -1,4 +1,4 @@
-import { gcraTake, releaseLease, renewLease } from '@sluice/core';
+import { gcraCellEnd, gcraTake, releaseLease, renewLease, type GcraCell } from '@sluice/core';
 import { takeOutcomeTtlMs } from '../request-outcomes';
 import type { LimitStore } from '../roles/limits';
 import type { MemoryContext } from './context';
@@ -9,8 +9,8 @@ const SWEEP_RATE_LIMITS_AT = 10_000;
 /** Named rate limits (libs/core GCRA over a Map of theoretical arrival times) and concurrency leases. */
 export function memoryLimits(context: MemoryContext): LimitStore {
   const { keys, kept } = context;
-  /** Named rate limit key → theoretical arrival time (epoch ms). */
-  const rateLimits = new Map<string, number>();
+  /** Named rate limit key → theoretical arrival time. */
+  const rateLimits = new Map<string, GcraCell>();
   return {
     async takeRateLimit(ref, policy, cost, requestId) {
       const key = keys.rateLimit(ref.namespace, ref.limit, ref.key);
@@ -27,11 +27,10 @@ export function memoryLimits(context: MemoryContext): LimitStore {
           resetMs: repeat.resetMs,
         };
       }
-      const stored = rateLimits.get(key);
-      const decision = gcraTake(policy, stored !== undefined && stored > now ? stored : null, now, cost);
+      const decision = gcraTake(policy, rateLimits.get(key) ?? null, now, cost);
       if (decision.allow) rateLimits.set(key, decision.tat);
       if (rateLimits.size >= SWEEP_RATE_LIMITS_AT) {
-        for (const [limitKey, tat] of rateLimits) if (tat <= now) rateLimits.delete(limitKey);
+        for (const [limitKey, tat] of rateLimits) if (gcraCellEnd(tat) <= now) rateLimits.delete(limitKey);
       }
       const { allow, limit, remaining, retryAfterMs, resetMs } = decision;
       if (allow && requestKey !== undefined) {

@@ -74,13 +74,13 @@ elseif blocksCalls(breaker.state) then
 end
 
 -- 2. The rate limit, decided now and stored only if the call is admitted.
-local newTat = nil
+local newBacklog = nil
 if rateLimit then
-  local allowed, _, retryAfterMs, _, tat = gcraTake(rateLimit, tonumber(rcall('GET', KEYS[3])), nowMs, cost)
+  local allowed, _, retryAfterMs, _, backlog = gcraTake(rateLimit, rcall('GET', KEYS[3]), nowMs, cost)
   if not allowed then
     return finish(CODE.rate_limited, -1, -1, retryAfterMs, -1)
   end
-  newTat = tat
+  newBacklog = backlog
 end
 
 -- 3. The concurrency limit.
@@ -98,8 +98,8 @@ if concurrency then
   inUse = inUse + 1
 end
 
-if newTat then
-  gcraSave(KEYS[3], newTat, nowMs)
+if newBacklog then
+  gcraSave(KEYS[3], rateLimit, newBacklog, nowMs)
 end
 local probeExpiresAt, probeToken = -1, ''
 if probe then

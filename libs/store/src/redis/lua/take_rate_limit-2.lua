@@ -30,10 +30,10 @@ if requestId ~= '' then
 end
 
 local _, nowMs = serverTime()
-local allowed, remaining, retryAfterMs, resetMs, tat =
-  gcraTake(cjson.decode(ARGV[1]), tonumber(rcall('GET', KEYS[1])), nowMs, tonumber(ARGV[2]))
+local policy = cjson.decode(ARGV[1])
+local allowed, remaining, retryAfterMs, resetMs, backlog = gcraTake(policy, rcall('GET', KEYS[1]), nowMs, tonumber(ARGV[2]))
 if allowed then
-  gcraSave(KEYS[1], tat, nowMs)
+  gcraSave(KEYS[1], policy, backlog, nowMs)
   if requestId ~= '' then
     rcall('HSET', requestKey, 'rm', remaining, 'rs', resetMs)
     rcall('PEXPIRE', requestKey, tonumber(ARGV[4]))

@@ -1,28 +1,44 @@
 --[[
   The generic cell rate algorithm; twin of libs/core gcraTake. One stored value per limit: the
-  theoretical arrival time (TAT, epoch ms, fractional). The policy is a table { rate, periodMs,
-  burst } (libs/protocol RateLimitPolicy, decoded from cjson). Returns allowed (true/false),
-  remaining, retryAfterMs, resetMs and the TAT to store (unchanged when denied).
+  theoretical arrival time (TAT) as '<epoch ms>+<units>/<rate>', units of 1 / rate ms below one
+  ms, so an interval (periodMs / rate ms) is a whole number of units and no take rounds. The
+  policy is a table { rate, periodMs, burst } (libs/protocol RateLimitPolicy, decoded from cjson).
+  Computed on the backlog (TAT - now, in units), at most the tolerance (periodMs * burst units):
+  a TAT further ahead (a clock step back) counts as a full burst taken, not as a longer wait.
+  gcraTake returns allowed (true/false), remaining, retryAfterMs, resetMs and the backlog to store.
 ]]
-local GCRA_EPSILON = 1e-6
 
-local function gcraRemaining(tolerance, backlog, interval)
-  return math.max(0, math.floor((tolerance - backlog) / interval + GCRA_EPSILON))
-end
-
-local function gcraTake(policy, storedTat, nowMs, cost)
-  local interval = policy.periodMs / policy.rate
-  local tolerance = interval * policy.burst
-  local tat = math.max(storedTat or nowMs, nowMs)
-  local nextTat = tat + interval * cost
-  local allowAt = nextTat - tolerance
-  if nowMs < allowAt - GCRA_EPSILON then
-    return false, gcraRemaining(tolerance, tat - nowMs, interval), math.ceil(allowAt - nowMs), math.ceil(tat - nowMs), tat
+-- The stored TAT's backlog at nowMs in units of 1 / rate ms, within 0 .. tolerance. A TAT from
+-- before this format (epoch ms, fractional) is read too.
+local function gcraBacklog(policy, stored, nowMs)
+  if not stored then return 0 end
+  local ms, units, rate = string.match(stored, '^(%d+)%+([%d.]+)/([%d.]+)$')
+  local backlog
+  if ms then
+    units, rate = tonumber(units), tonumber(rate)
+    if rate ~= policy.rate then units = math.ceil(units * policy.rate / rate) end
+    backlog = (tonumber(ms) - nowMs) * policy.rate + units
+  else
+    backlog = math.ceil((tonumber(stored) - nowMs) * policy.rate)
   end
-  return true, gcraRemaining(tolerance, nextTat - nowMs, interval), 0, math.ceil(nextTat - nowMs), nextTat
+  return math.min(math.max(backlog, 0), policy.periodMs * policy.burst)
 end
 
--- Stores the TAT; the key lives until the limit is back to a full burst.
-local function gcraSave(key, tat, nowMs)
-  rcall('SET', key, string.format('%.6f', tat), 'PX', math.max(math.ceil(tat - nowMs), 1))
+local function gcraTake(policy, stored, nowMs, cost)
+  local rate, periodMs = policy.rate, policy.periodMs
+  local tolerance = periodMs * policy.burst
+  local backlog = gcraBacklog(policy, stored, nowMs)
+  local nextBacklog = backlog + periodMs * cost
+  if nextBacklog > tolerance then
+    return false, math.floor((tolerance - backlog) / periodMs), math.ceil((nextBacklog - tolerance) / rate),
+      math.ceil(backlog / rate), backlog
+  end
+  return true, math.floor((tolerance - nextBacklog) / periodMs), 0, math.ceil(nextBacklog / rate), nextBacklog
+end
+
+-- Stores the TAT `backlog` units after nowMs; the key lives until the limit is back to a full burst.
+local function gcraSave(key, policy, backlog, nowMs)
+  local whole = math.floor(backlog / policy.rate)
+  local value = string.format('%d+%s/%s', nowMs + whole, tostring(backlog - whole * policy.rate), tostring(policy.rate))
+  rcall('SET', key, value, 'PX', math.max(math.ceil(backlog / policy.rate), 1))
 end
