@@ -1,6 +1,7 @@
 import type { Cluster } from 'ioredis';
 import { createRedisClient } from '@sluice/store';
-import { redisStoreUnderTest } from '../../libs/store/test/redis-under-test';
+import { redisStoreUnderTest, redisStoresUnderTest } from '../../libs/store/test/redis-under-test';
+import { describeConcurrencyConformance } from '../../libs/store/test/concurrency-conformance';
 import { describeBreakerConformance } from '../../libs/store/test/breaker-conformance';
 import { describeLimitsConformance } from '../../libs/store/test/limits-conformance';
 import { describeStoreConformance } from '../../libs/store/test/store-conformance';
@@ -34,6 +35,10 @@ describeBreakerConformance('RedisStore (3-master Cluster)', async () =>
 );
 describeLimitsConformance('RedisStore (3-master Cluster)', async () =>
   redisStoreUnderTest({ clusterNodes: (await startedCluster()).nodes }, 'cluster-limits'),
+);
+
+describeConcurrencyConformance('RedisStore (3-master Cluster, 8 connections)', async () =>
+  redisStoresUnderTest({ clusterNodes: (await startedCluster()).nodes }, 'cluster-concurrency', 8),
 );
 
 describeIdempotentApp('Redis Cluster', async () =>
