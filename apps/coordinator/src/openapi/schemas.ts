@@ -174,6 +174,15 @@ const RetryDecisionSchema = objectSchema<RetryDecision>({
   budget: ref('BudgetView', 'The budget after this decision.'),
   breaker: ref('BreakerSummary'),
   shadow: boolean('True when the policy is in shadow mode and this decision was not enforced.'),
+  retryAfterMs: optional(
+    integer(
+      'On a `budget_exhausted` or `breaker_open` denial only: the earliest time from now, ms, at which the same ' +
+        'ask could be granted if no new requests were reported (the budget: when enough of the oldest counted ' +
+        'retries leave the window, or the whole window when only new requests could refill it; the breaker: ' +
+        '`openUntil`, or the policy\u2019s open duration when no end is known). Ask again for this dependency no ' +
+        'sooner than the smaller of this and your next report; deny locally with the same reason meanwhile.',
+    ),
+  ),
 });
 
 const ProbeGrantSchema = objectSchema<ProbeGrant>(
