@@ -1,14 +1,20 @@
 import type { RetryBudgetPolicy } from '@sluice/protocol';
 
-/** Guards floor() against binary fractions: 0.29 * 100 is 28.999999999999996. */
-const EPSILON = 1e-9;
+/** Ratio and minRetriesPerSecond count in millionths; requests split at a million (see retryBudgetLimit). */
+const SCALE = 1_000_000;
 
 /**
- * The most retries the window may hold: `floor(ratio × requests + minRetriesPerSecond × windowSeconds)`.
- * The Lua twin is in libs/store/src/redis/lua/decide_retry-4.lua; the conformance suite keeps them equal.
+ * The most retries the window may hold: `floor(ratio × requests + minRetriesPerSecond × windowSeconds)`,
+ * in integers: the ratio and the floor rate in millionths, the requests split at a million, so no
+ * product passes 2^53 and floor() never meets a binary fraction (0.29 × 100 is 28.999999999999996).
+ * The Lua twin is libs/store/src/redis/lua/includes/budget.lua; the conformance suite keeps them equal.
  */
 export function retryBudgetLimit(policy: RetryBudgetPolicy, requests: number): number {
-  return Math.floor(policy.ratio * requests + policy.minRetriesPerSecond * policy.windowSeconds + EPSILON);
+  const perMillion = Math.round(policy.ratio * SCALE);
+  const floorMillionths = Math.round(policy.minRetriesPerSecond * SCALE) * policy.windowSeconds;
+  const millions = Math.floor(requests / SCALE);
+  const rest = requests - millions * SCALE;
+  return perMillion * millions + Math.floor((perMillion * rest + floorMillionths) / SCALE);
 }
 
 /** True when one more retry fits: `retries + 1 ≤ limit`. */

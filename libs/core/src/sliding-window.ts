@@ -1,12 +1,14 @@
 /**
  * Counters over a sliding window of per-second buckets. The window at second `s` covers the
  * buckets `s - windowSeconds + 1 … s`. Running totals are kept so a read costs O(aged buckets),
- * not O(window). The Lua twin is libs/store/src/redis/lua/includes/window.lua.
+ * not O(window). Buckets past `s` (left by a clock step back) are dropped: they belong to no
+ * second the clock has reached. The Lua twin is libs/store/src/redis/lua/includes/window.lua.
  */
 export class SlidingWindowCounter<F extends string> {
   private readonly buckets = new Map<number, Record<F, number>>();
   private readonly totals: Record<F, number>;
   private oldest = Number.POSITIVE_INFINITY;
+  private newest = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly fields: readonly F[]) {
     this.totals = SlidingWindowCounter.zero(fields);
@@ -20,6 +22,7 @@ export class SlidingWindowCounter<F extends string> {
       bucket = SlidingWindowCounter.zero(this.fields);
       this.buckets.set(second, bucket);
       this.oldest = Math.min(this.oldest, second);
+      this.newest = Math.max(this.newest, second);
     }
     for (const field of this.fields) {
       const value = delta[field] ?? 0;
@@ -34,6 +37,12 @@ export class SlidingWindowCounter<F extends string> {
     return { ...this.totals };
   }
 
+  /** The buckets of the window ending at `second`, oldest first, after pruning what has aged out. */
+  bucketsOf(second: number, windowSeconds: number): Array<[second: number, counts: Readonly<Record<F, number>>]> {
+    this.prune(second, windowSeconds);
+    return [...this.buckets].sort(([a], [b]) => a - b);
+  }
+
   /** True when nothing is left in the window. */
   isEmpty(): boolean {
     return this.buckets.size === 0;
@@ -42,18 +51,21 @@ export class SlidingWindowCounter<F extends string> {
   clear(): void {
     this.buckets.clear();
     this.oldest = Number.POSITIVE_INFINITY;
+    this.newest = Number.NEGATIVE_INFINITY;
     for (const field of this.fields) this.totals[field] = 0;
   }
 
   private prune(second: number, windowSeconds: number): void {
     const cutoff = second - windowSeconds; // buckets at or before the cutoff have aged out
-    if (this.oldest > cutoff) return;
+    if (this.oldest > cutoff && this.newest <= second) return;
     for (const [bucketSecond, bucket] of this.buckets) {
-      if (bucketSecond > cutoff) continue;
+      if (bucketSecond > cutoff && bucketSecond <= second) continue;
       for (const field of this.fields) this.totals[field] -= bucket[field];
       this.buckets.delete(bucketSecond);
     }
-    this.oldest = this.buckets.size === 0 ? Number.POSITIVE_INFINITY : Math.min(...this.buckets.keys());
+    const seconds = [...this.buckets.keys()];
+    this.oldest = seconds.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...seconds);
+    this.newest = seconds.length === 0 ? Number.NEGATIVE_INFINITY : Math.max(...seconds);
   }
 
   private static zero<F extends string>(fields: readonly F[]): Record<F, number> {

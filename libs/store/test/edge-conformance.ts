@@ -1,6 +1,7 @@
-import type { RateLimitPolicy } from '@sluice/protocol';
-import type { SluiceKeys, Store } from '../src';
-import type { StoreUnderTest } from './store-conformance';
+import { DEFAULT_DEPENDENCY_POLICY, type RateLimitPolicy } from '@sluice/protocol';
+import type { DependencyRef, SluiceKeys, Store } from '../src';
+import { BUDGET_MAGNITUDES, BUDGET_RATIOS, exactBudgetLimit } from './budget-reference';
+import { batch, type StoreUnderTest } from './store-conformance';
 
 const HOUR = 3_600_000;
 
@@ -23,6 +24,8 @@ const tally = (answers: string[]) => {
 
 let sequence = 0;
 const freshLimit = () => ({ namespace: 'edges', limit: `limit-${++sequence}`, key: 'user-42' });
+const freshRef = (): DependencyRef => ({ namespace: 'edges', dependency: `dep-${++sequence}` });
+const BREAKER = { ...DEFAULT_DEPENDENCY_POLICY.breaker, minimumCalls: 1_000_000 };
 
 /** The edges of the stores' arithmetic and clocks, alike on every Store (issue "Exact at the edges"). */
 export function describeEdgeConformance(label: string, open: () => Promise<EdgeStoreUnderTest>): void {
@@ -81,6 +84,22 @@ export function describeEdgeConformance(label: string, open: () => Promise<EdgeS
         const [answer] = await takeAtOnce({ rate: 1_000_000_000, periodMs: 1000, burst: 3 }, 1, 2);
         expect(answer).toMatchObject({ allow: true, remaining: 1 });
       });
+    });
+
+    it('holds the exact budget limit for every ratio and magnitude from 1e2 to 1e9', async () => {
+      const cells = BUDGET_RATIOS.flatMap((ratio) => BUDGET_MAGNITUDES.map((requests) => ({ ratio, requests })));
+      const limits = await Promise.all(
+        cells.map(async ({ ratio, requests }) => {
+          const ref = freshRef();
+          await store.recordOutcomes(ref, batch({ requests }), { budgetWindowSeconds: 10, breaker: BREAKER });
+          const budget = { ratio: Number(ratio), minRetriesPerSecond: 10, windowSeconds: 10, maxAttempts: 3 };
+          const read = await store.readDependency(ref, { budget, outcomeWindowSeconds: 10 });
+          return `${ratio} × ${requests}: ${read.budget.limit}`;
+        }),
+      );
+      expect(limits).toEqual(
+        cells.map(({ ratio, requests }) => `${ratio} × ${requests}: ${exactBudgetLimit(ratio, 10, 10, requests)}`),
+      );
     });
   });
 }

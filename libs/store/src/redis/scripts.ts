@@ -86,12 +86,17 @@ export function scriptFiles(): ScriptFile[] {
 export function loadScript(name: string): string {
   const script = scriptFiles().find((candidate) => candidate.name === name);
   if (!script) throw new Error(`No Lua script ${name}-<keys>.lua in ${LUA_DIR}`);
-  const source = readFileSync(join(LUA_DIR, script.file), 'utf8').replace(INCLUDE, (_line, include: string) =>
+  return expandScript(readFileSync(join(LUA_DIR, script.file), 'utf8'), script.file);
+}
+
+/** A Lua source (`file` names it in errors) with its includes and generated values written in, as loadScript does. */
+export function expandScript(source: string, file: string): string {
+  const included = source.replace(INCLUDE, (_line, include: string) =>
     readFileSync(join(LUA_DIR, 'includes', `${include}.lua`), 'utf8'),
   );
-  return source.replace(GENERATED, (_placeholder, value: string) => {
+  return included.replace(GENERATED, (_placeholder, value: string) => {
     const generate = GENERATORS[value];
-    if (!generate) throw new Error(`${script.file}: nothing generates \${${value}}`);
+    if (!generate) throw new Error(`${file}: nothing generates \${${value}}`);
     return generate();
   });
 }

@@ -1,10 +1,66 @@
 --[[
   Sliding window of per-second buckets kept in one hash; twin of libs/core SlidingWindowCounter.
-  Fields: 'oldest' (oldest live second), 't:<f>' (running total of counter f) and
-  '<second>:<f>' (counter f in that second). The window at second s holds seconds
-  s - windowSeconds + 1 .. s; older buckets are subtracted from the totals and deleted.
+  Fields: 'oldest' and 'newest' (oldest and newest live second), 't:<f>' (running total of
+  counter f) and '<second>:<f>' (counter f in that second). The window at second s holds seconds
+  s - windowSeconds + 1 .. s; older buckets are subtracted from the totals and deleted, and so
+  are buckets past s (left by a clock step back: they are from no second the clock has reached).
 ]]
+
+-- The bucket seconds of the hash, from its field names (one scan of the hash).
+local function windowBucketSeconds(key)
+  local seconds, seen = {}, {}
+  for _, field in ipairs(rcall('HKEYS', key)) do
+    local s = tonumber(string.match(field, '^(%d+):'))
+    if s and not seen[s] then
+      seen[s] = true
+      seconds[#seconds + 1] = s
+    end
+  end
+  return seconds
+end
+
+-- Subtracts the bucket of second s from the totals and deletes it.
+local function windowDrop(key, fields, s)
+  local bucket = {}
+  for i, f in ipairs(fields) do
+    bucket[i] = s .. ':' .. f
+  end
+  local values = rcall('HMGET', key, unpack(bucket))
+  if values[1] then
+    for i, f in ipairs(fields) do
+      local value = tonumber(values[i]) or 0
+      -- Skip zeros: -(0) prints as "-0", which HINCRBY refuses.
+      if value ~= 0 then
+        rcall('HINCRBY', key, 't:' .. f, -value)
+      end
+    end
+    rcall('HDEL', key, unpack(bucket))
+  end
+end
+
+-- Drops the buckets past `second` (a clock step back left them); newest becomes the last kept.
+local function windowDropAhead(key, fields, second)
+  local newest = tonumber(rcall('HGET', key, 'newest'))
+  if newest == nil or newest <= second then
+    return
+  end
+  local kept = nil
+  for _, s in ipairs(windowBucketSeconds(key)) do
+    if s > second then
+      windowDrop(key, fields, s)
+    elseif kept == nil or s > kept then
+      kept = s
+    end
+  end
+  if kept then
+    rcall('HSET', key, 'newest', kept)
+  else
+    rcall('DEL', key)
+  end
+end
+
 local function windowPrune(key, fields, second, windowSeconds)
+  windowDropAhead(key, fields, second)
   local cutoff = second - windowSeconds
   local oldest = tonumber(rcall('HGET', key, 'oldest'))
   if oldest == nil or oldest > cutoff then
@@ -13,14 +69,7 @@ local function windowPrune(key, fields, second, windowSeconds)
   local seconds = {}
   if cutoff - oldest > 4 * windowSeconds + 64 then
     -- Far behind (a window that shrank a lot): scan the fields instead of every second.
-    local seen = {}
-    for _, field in ipairs(rcall('HKEYS', key)) do
-      local s = tonumber(string.match(field, '^(%d+):'))
-      if s and not seen[s] then
-        seen[s] = true
-        seconds[#seconds + 1] = s
-      end
-    end
+    seconds = windowBucketSeconds(key)
   else
     for s = oldest, second do
       seconds[#seconds + 1] = s
@@ -28,25 +77,10 @@ local function windowPrune(key, fields, second, windowSeconds)
   end
   local newOldest = nil
   for _, s in ipairs(seconds) do
-    local probe = s .. ':' .. fields[1]
     if s <= cutoff then
-      local bucket = {}
-      for i, f in ipairs(fields) do
-        bucket[i] = s .. ':' .. f
-      end
-      local values = rcall('HMGET', key, unpack(bucket))
-      if values[1] then
-        for i, f in ipairs(fields) do
-          local value = tonumber(values[i]) or 0
-          -- Skip zeros: -(0) prints as "-0", which HINCRBY refuses.
-          if value ~= 0 then
-            rcall('HINCRBY', key, 't:' .. f, -value)
-          end
-        end
-        rcall('HDEL', key, unpack(bucket))
-      end
+      windowDrop(key, fields, s)
     elseif newOldest == nil or s < newOldest then
-      if rcall('HEXISTS', key, probe) == 1 then
+      if rcall('HEXISTS', key, s .. ':' .. fields[1]) == 1 then
         newOldest = s
       end
     end
@@ -80,9 +114,12 @@ local function windowAdd(key, fields, deltas, second, windowSeconds)
     rcall('HINCRBY', key, second .. ':' .. f, deltas[i])
     rcall('HINCRBY', key, 't:' .. f, deltas[i])
   end
-  local oldest = tonumber(rcall('HGET', key, 'oldest'))
-  if oldest == nil or second < oldest then
+  local bounds = rcall('HMGET', key, 'oldest', 'newest')
+  if bounds[1] == false or second < tonumber(bounds[1]) then
     rcall('HSET', key, 'oldest', second)
+  end
+  if bounds[2] == false or second > tonumber(bounds[2]) then
+    rcall('HSET', key, 'newest', second)
   end
   rcall('EXPIRE', key, windowSeconds + 2)
 end
