@@ -168,7 +168,7 @@ describe('OpenAPI document', () => {
 
   it('documents every route the app registers, and no other', () => {
     const registered = registeredRoutes(app).filter(
-      (route) => !['HEAD', 'OPTIONS'].includes(route.method) && !/^\/docs(?:$|[/-])/.test(route.url),
+      (route) => !['HEAD', 'OPTIONS'].includes(route.method) && !/^\/(?:docs|console)(?:$|[/*-])/.test(route.url),
     );
     const fastify = app.getHttpAdapter().getInstance();
     for (const route of registered) expect(fastify.hasRoute(route)).toBe(true);

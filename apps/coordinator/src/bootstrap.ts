@@ -16,6 +16,7 @@ import { MetricsService } from './metrics/metrics.service';
 import { registerLoadShedding } from './overload/load-shedding';
 import { setupOpenApi } from './openapi/document';
 import { readPoliciesFile, type PoliciesFile } from './policies/policies-file';
+import { setupConsole } from './web-console/serve-console';
 
 export { BODY_LIMIT_BYTES };
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -65,6 +66,7 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
     );
   });
   setupOpenApi(app);
+  await setupConsole(app);
   await app.init();
   return app;
 }

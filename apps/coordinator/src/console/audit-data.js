@@ -1,0 +1,29 @@
+// GET /admin/v1/audit, and how one entry reads.
+
+import { get, path } from './api.js';
+import { h } from './dom.js';
+import { dateTime } from './format.js';
+
+/** The latest entries, newest first (the API answers oldest first). */
+export async function readAudit({ namespace, limit = 200 } = {}) {
+  const query = new URLSearchParams({ limit: String(limit) });
+  if (namespace) query.set('ns', namespace);
+  const { items } = await get(`${path('admin', 'v1', 'audit')}?${query}`);
+  return items.reverse();
+}
+
+/** The newest entry of `action` on `target` in `namespace`. */
+export async function latestEntry(namespace, action, target) {
+  const entries = await readAudit({ namespace, limit: 50 });
+  return entries.find((entry) => entry.action === action && entry.target === target);
+}
+
+/** One entry as a sentence, for the notice after an action. */
+export function auditLine(entry) {
+  return h(
+    'span',
+    { class: 'audit-line' },
+    `Audit: ${dateTime(entry.at)} · ${entry.actor} · ${entry.action} · ${entry.namespace}/${entry.target}`,
+    entry.reason ? ` · “${entry.reason}”` : '',
+  );
+}

@@ -1,0 +1,55 @@
+// How one dependency's numbers are shown, in the fleet table and on its own page.
+
+import { h } from './dom.js';
+import { budgetUse, isExhausted, millis, relative } from './format.js';
+import { stateBadge } from './widgets.js';
+
+/** The state, and for a forced or open breaker its reason and how long it lasts. */
+export function breakerCell(breaker) {
+  const until = breaker.openUntil
+    ? ` until ${relative(breaker.openUntil)}`
+    : breaker.state.startsWith('forced')
+      ? ' until reset'
+      : '';
+  return h(
+    'span',
+    { class: 'breaker' },
+    stateBadge(breaker.state),
+    breaker.state === 'closed' ? null : h('small', {}, until),
+    breaker.reason ? h('span', { class: 'reason' }, `“${breaker.reason}”`) : null,
+  );
+}
+
+/** retries / limit with a bar; an exhausted budget is marked in words as well as colour. */
+export function budgetCell(budget) {
+  if (!budget) return '—';
+  const use = Math.min(1, budgetUse(budget) ?? 0);
+  const exhausted = isExhausted(budget);
+  return h(
+    'span',
+    { class: `budget${exhausted ? ' exhausted' : ''}` },
+    h('span', {}, `${budget.retries} / ${budget.limit}`),
+    h('meter', { min: 0, max: 1, low: 0.5, high: 0.8, optimum: 0, value: use, 'aria-hidden': 'true' }),
+    exhausted ? h('strong', {}, 'exhausted') : null,
+  );
+}
+
+/** The policy's rate and concurrency limits (the configured ones). */
+export function limitsCell(view) {
+  if (!view) return '—';
+  const { rateLimit, concurrency } = view.policy;
+  const parts = [];
+  if (rateLimit)
+    parts.push(
+      `${rateLimit.rate} per ${millis(rateLimit.periodMs)}${rateLimit.burst ? `, burst ${rateLimit.burst}` : ''}`,
+    );
+  if (concurrency) parts.push(`at most ${concurrency.limit} in flight`);
+  return parts.length === 0 ? h('span', { class: 'muted' }, 'none') : parts.join(' · ');
+}
+
+export function modeCell(policy) {
+  if (!policy) return '—';
+  return policy.mode === 'shadow'
+    ? h('span', { class: 'badge shadow', title: 'decides but does not enforce' }, 'shadow')
+    : 'enforce';
+}

@@ -1,0 +1,52 @@
+// Reading a namespace's dependencies, and the short history the charts draw (kept for as long as
+// the page is open: nothing of it is stored anywhere).
+
+import { get, path } from './api.js';
+
+const HISTORY_MS = 10 * 60 * 1000;
+const history = new Map();
+
+/** GET /admin/v1/{ns}/breakers: every dependency the namespace holds, with its breaker. */
+export async function readBreakers(namespace) {
+  return (await get(path('admin', 'v1', namespace, 'breakers'))).items;
+}
+
+/** GET /v1/{ns}/deps/{dep}: breaker, budget, latency, policy; remembered for the chart. */
+export async function readView(namespace, dependency) {
+  const view = await get(path('v1', namespace, 'deps', dependency));
+  remember(namespace, dependency, view);
+  return view;
+}
+
+/** Runs `work` over `items`, at most `limit` at a time (the event stream holds one of the browser's connections). */
+export async function inBatches(items, limit, work) {
+  const results = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await work(items[index]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+function remember(namespace, dependency, view) {
+  const key = `${namespace}/${dependency}`;
+  const samples = history.get(key) ?? [];
+  const now = Date.now();
+  samples.push({
+    at: now,
+    budgetUse: view.budget.limit > 0 ? Math.min(1, view.budget.retries / view.budget.limit) : 0,
+    failureRate: view.breaker.failureRate,
+    state: view.breaker.state,
+  });
+  while (samples.length > 0 && samples[0].at < now - HISTORY_MS) samples.shift();
+  history.set(key, samples);
+}
+
+/** What the page has seen of one dependency, oldest first: `[{ at, budgetUse, failureRate, state }]`. */
+export function samplesOf(namespace, dependency) {
+  return history.get(`${namespace}/${dependency}`) ?? [];
+}

@@ -1,0 +1,65 @@
+// How numbers, times and states read on screen.
+
+export const STATE_LABELS = {
+  closed: 'closed',
+  open: 'open',
+  half_open: 'half-open',
+  forced_open: 'forced open',
+  forced_closed: 'forced closed',
+};
+
+export function percent(ratio) {
+  if (ratio === null || ratio === undefined || Number.isNaN(ratio)) return '—';
+  return `${(ratio * 100).toFixed(ratio > 0 && ratio < 0.1 ? 1 : 0)} %`;
+}
+
+export function millis(value) {
+  if (value === null || value === undefined) return '—';
+  return value >= 1000 ? `${(value / 1000).toFixed(value % 1000 === 0 ? 0 : 1)} s` : `${value} ms`;
+}
+
+export function clock(at) {
+  if (!at) return '—';
+  return new Date(at).toLocaleTimeString(undefined, { hour12: false });
+}
+
+export function dateTime(at) {
+  if (!at) return '—';
+  const date = new Date(at);
+  return `${date.toLocaleDateString(undefined, { year: 'numeric', month: '2-digit', day: '2-digit' })} ${clock(at)}`;
+}
+
+/** "in 4 m 10 s" / "5 s ago", for since and openUntil. */
+export function relative(at, now = Date.now()) {
+  if (!at) return '';
+  const seconds = Math.round((at - now) / 1000);
+  const magnitude = Math.abs(seconds);
+  const text =
+    magnitude < 60
+      ? `${magnitude} s`
+      : magnitude < 3600
+        ? `${Math.floor(magnitude / 60)} m ${magnitude % 60} s`
+        : `${Math.floor(magnitude / 3600)} h ${Math.floor((magnitude % 3600) / 60)} m`;
+  return seconds >= 0 ? `in ${text}` : `${text} ago`;
+}
+
+/** "10m", "90s", "1h", "600" (seconds) → seconds; null when empty; NaN when unreadable. */
+export function parseDuration(text) {
+  const trimmed = text.trim();
+  if (trimmed === '') return null;
+  const match = /^(\d+)\s*(s|m|h)?$/i.exec(trimmed);
+  if (!match) return Number.NaN;
+  const unit = { s: 1, m: 60, h: 3600 }[(match[2] ?? 's').toLowerCase()];
+  return Number(match[1]) * unit;
+}
+
+/** The budget's use as a ratio (retries / limit); 1 when the limit is 0 and a retry was counted. */
+export function budgetUse(budget) {
+  if (!budget) return null;
+  if (budget.limit === 0) return budget.retries > 0 ? 1 : 0;
+  return budget.retries / budget.limit;
+}
+
+export function isExhausted(budget) {
+  return Boolean(budget) && budget.retries >= budget.limit;
+}
