@@ -78,8 +78,17 @@ export class BreakerMachine {
     return this.current;
   }
 
-  /** Applies the transitions that time alone causes. */
+  /**
+   * Applies the transitions that time alone causes. A state that began after `now` (a clock step
+   * back) begins now, its `openUntil` as far from now as it was from its start: nothing lasts
+   * longer than the duration it was given.
+   */
   settle(now: number): this {
+    const { since } = this.current;
+    if (since !== null && since > now) {
+      const openUntil = this.current.openUntil === null ? null : this.current.openUntil - (since - now);
+      this.current = { ...this.current, since: now, openUntil };
+    }
     const { state, openUntil } = this.current;
     if (state === 'open' && openUntil !== null && now >= openUntil) {
       this.move('half_open', openUntil, {

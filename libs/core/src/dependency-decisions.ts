@@ -9,6 +9,8 @@ import type {
 import { BreakerMachine, blocksCalls } from './breaker';
 import {
   breakerSnapshot,
+  LONGEST_LEASE_MS,
+  clampLeases,
   clearBreakerWindow,
   commitBreaker,
   pruneExpired,
@@ -137,6 +139,7 @@ export function admit(state: DependencyState, input: AdmissionInput, now: number
   const asProbe = state.breaker.state === 'half_open';
   if (asProbe) {
     pruneExpired(state.probes, now);
+    clampLeases(state.probes, now, input.breaker.probeLeaseMs, LONGEST_LEASE_MS.probe);
     if (state.probes.size >= input.breaker.halfOpenProbes) return refused('breaker_open', untilFirst(state.probes));
   } else if (blocksCalls(state.breaker.state)) {
     const { openUntil } = state.breaker;
@@ -144,11 +147,15 @@ export function admit(state: DependencyState, input: AdmissionInput, now: number
   }
   // 2. The rate limit, kept only if the call is admitted.
   const rate = input.rateLimit ? gcraTake(input.rateLimit, state.rateTat, now, input.cost) : undefined;
-  if (rate && !rate.allow) return refused('rate_limited', rate.retryAfterMs);
+  if (rate && !rate.allow) {
+    state.rateTat = rate.tat; // unchanged, but cut to a full burst if a clock step back left it further
+    return refused('rate_limited', rate.retryAfterMs);
+  }
   // 3. The concurrency limit.
   let lease: AdmitOutcome['lease'];
   if (input.concurrency) {
     pruneExpired(state.leases, now);
+    clampLeases(state.leases, now, input.concurrency.leaseMs, LONGEST_LEASE_MS.concurrency);
     if (state.leases.size >= input.concurrency.limit) {
       return refused('concurrency_limited', untilFirst(state.leases), state.leases.size);
     }

@@ -136,3 +136,19 @@ export function readDependencyState(
 export function pruneExpired(entries: Map<string, number>, cutoff: number): void {
   for (const [key, at] of entries) if (at <= cutoff) entries.delete(key);
 }
+
+/**
+ * The longest a concurrency lease or a probe lease can be (the policy bounds of docs/api.md): a
+ * lease set does not keep each lease's length, and a policy change may leave longer leases than
+ * the current leaseMs, so a lease is cut only past the longer of leaseMs and this bound.
+ */
+export const LONGEST_LEASE_MS = { concurrency: 3_600_000, probe: 600_000 } as const;
+
+/**
+ * Cuts the expiries past `now + max(leaseMs, longestMs)` (a clock step back left them) to end
+ * then: a step back of any size holds a lease at most that long. Twin of leaseSetClamp (lease_set.lua).
+ */
+export function clampLeases(entries: Map<string, number>, now: number, leaseMs: number, longestMs: number): void {
+  const latest = now + Math.max(leaseMs, longestMs);
+  for (const [key, at] of entries) if (at > latest) entries.set(key, latest);
+}

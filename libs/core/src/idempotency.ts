@@ -12,6 +12,9 @@
  * A claim may carry a caller-chosen `claimId`, kept in the record: a claim again with the same
  * claim id and fingerprint while the lease runs is the holder's own repeat (its answer was lost)
  * and is `resumed`: it gets the record's token, and nothing changes.
+ *
+ * A lease never runs past now + the leaseMs it was granted with: one left further ahead by a
+ * clock step back is cut to that (the verdict's entry is then the record to keep).
  */
 export interface IdempotencyEntry {
   state: 'in_flight' | 'completed';
@@ -19,6 +22,8 @@ export interface IdempotencyEntry {
   token: string;
   createdAt: number;
   leaseExpiresAt: number;
+  /** The lease's length as granted: a lease never runs past now + leaseMs (absent on older records). */
+  leaseMs?: number;
   retentionMs: number;
   completedAt?: number;
   response?: string;
@@ -57,6 +62,7 @@ export function claimIdempotencyEntry(
     token: claim.token,
     createdAt,
     leaseExpiresAt: now + claim.leaseMs,
+    leaseMs: claim.leaseMs,
     retentionMs: claim.retentionMs,
     expiresAt: now + Math.max(claim.leaseMs, claim.retentionMs),
     ...(claim.claimId !== undefined ? { claimId: claim.claimId } : {}),
@@ -65,6 +71,9 @@ export function claimIdempotencyEntry(
   if (!entry) return { verdict: 'claimed', entry: held(now, false) };
   if (entry.fingerprint !== claim.fingerprint) return { verdict: 'mismatch', entry };
   if (entry.state === 'completed') return { verdict: 'completed', entry };
+  // A lease left further ahead than its length by a clock step back ends now + its length.
+  const latest = now + (entry.leaseMs ?? claim.leaseMs);
+  if (entry.leaseExpiresAt > latest) entry = { ...entry, leaseExpiresAt: latest };
   if (entry.leaseExpiresAt > now) {
     if (claim.claimId !== undefined && entry.claimId === claim.claimId) return { verdict: 'resumed', entry };
     return { verdict: 'in_flight', entry, leaseRemainingMs: entry.leaseExpiresAt - now };

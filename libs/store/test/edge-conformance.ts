@@ -1,9 +1,17 @@
-import { DEFAULT_DEPENDENCY_POLICY, type RateLimitPolicy } from '@sluice/protocol';
+import {
+  DEFAULT_DEPENDENCY_POLICY,
+  type BreakerPolicy,
+  type ConcurrencyPolicy,
+  type RateLimitPolicy,
+} from '@sluice/protocol';
+import { LONGEST_LEASE_MS } from '@sluice/core';
 import type { DependencyRef, SluiceKeys, Store } from '../src';
 import { BUDGET_MAGNITUDES, BUDGET_RATIOS, exactBudgetLimit } from './budget-reference';
 import { batch, type StoreUnderTest } from './store-conformance';
 
 const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+const BUDGET = DEFAULT_DEPENDENCY_POLICY.retryBudget;
 
 /** A store under test whose clock can be stepped back. */
 export interface EdgeStoreUnderTest extends StoreUnderTest {
@@ -26,6 +34,17 @@ let sequence = 0;
 const freshLimit = () => ({ namespace: 'edges', limit: `limit-${++sequence}`, key: 'user-42' });
 const freshRef = (): DependencyRef => ({ namespace: 'edges', dependency: `dep-${++sequence}` });
 const BREAKER = { ...DEFAULT_DEPENDENCY_POLICY.breaker, minimumCalls: 1_000_000 };
+/** A breaker that opens on 10 failed calls of 10, for 300 ms, with a probe lease of 300 ms. */
+const TRIPPING: BreakerPolicy = {
+  ...DEFAULT_DEPENDENCY_POLICY.breaker,
+  minimumCalls: 10,
+  minReporters: 1,
+  openMs: 300,
+  maxOpenMs: 1000,
+  halfOpenProbes: 1,
+  closeAfterSuccesses: 1,
+  probeLeaseMs: 300,
+};
 
 /** The edges of the stores' arithmetic and clocks, alike on every Store (issue "Exact at the edges"). */
 export function describeEdgeConformance(label: string, open: () => Promise<EdgeStoreUnderTest>): void {
@@ -83,6 +102,109 @@ export function describeEdgeConformance(label: string, open: () => Promise<EdgeS
       it('advances the TAT at a very high rate: a take of 2 at 1e9/s leaves 1 of a burst of 3', async () => {
         const [answer] = await takeAtOnce({ rate: 1_000_000_000, periodMs: 1000, burst: 3 }, 1, 2);
         expect(answer).toMatchObject({ allow: true, remaining: 1 });
+      });
+    });
+
+    describe('after a clock step back of an hour', () => {
+      const admit = (
+        ref: DependencyRef,
+        limits: { rateLimit?: RateLimitPolicy; concurrency?: ConcurrencyPolicy } = {},
+      ) =>
+        store.admit(ref, {
+          breaker: TRIPPING,
+          probeToken: `probe-${++sequence}`,
+          rateLimit: limits.rateLimit ?? null,
+          cost: 1,
+          concurrency: limits.concurrency ?? null,
+          leaseId: `lease-${++sequence}`,
+        });
+      const openedBreaker = async () => {
+        const ref = freshRef();
+        const outcome = await store.recordOutcomes(ref, batch({ requests: 10, failures: 10 }), {
+          budgetWindowSeconds: 10,
+          breaker: TRIPPING,
+        });
+        expect(outcome.breaker.record.state).toBe('open');
+        return ref;
+      };
+      const dependencyKeys = (ref: DependencyRef) => (keys: SluiceKeys) =>
+        Object.values(keys.dependency(ref.namespace, ref.dependency));
+
+      it("waits a named limit's interval, not the hour, for its next take", async () => {
+        const ref = freshLimit();
+        const policy = { rate: 10, periodMs: 1000, burst: 5 };
+        expect((await store.takeRateLimit(ref, policy, 5)).allow).toBe(true);
+        await subject.stepBack(HOUR, (keys) => [keys.rateLimit(ref.namespace, ref.limit, ref.key)]);
+        const denied = await store.takeRateLimit(ref, policy, 1);
+        expect(denied.allow).toBe(false);
+        expect(denied.retryAfterMs).toBeLessThanOrEqual(100);
+        expect(denied.resetMs).toBeLessThanOrEqual(500);
+        await subject.pass(denied.retryAfterMs + 20);
+        expect((await store.takeRateLimit(ref, policy, 1)).allow).toBe(true);
+      });
+
+      it("waits a dependency rate limit's interval, not the hour", async () => {
+        const ref = freshRef();
+        const rateLimit = { rate: 10, periodMs: 1000, burst: 1 };
+        expect((await admit(ref, { rateLimit })).verdict).toBe('granted');
+        await subject.stepBack(HOUR, dependencyKeys(ref));
+        const denied = await admit(ref, { rateLimit });
+        expect(denied.verdict).toBe('rate_limited');
+        expect(denied.retryAfterMs).toBeLessThanOrEqual(100);
+      });
+
+      it('ends an open breaker after its open duration, not an hour later', async () => {
+        const ref = await openedBreaker();
+        await subject.stepBack(HOUR, dependencyKeys(ref));
+        const refused = await admit(ref);
+        expect(refused.verdict).toBe('breaker_open');
+        expect(refused.retryAfterMs).toBeLessThanOrEqual(300);
+        await subject.pass(350);
+        expect(await admit(ref)).toMatchObject({ verdict: 'granted', probe: expect.anything() });
+      });
+
+      it('holds a probe lease at most the longest a probe lease can be (10 minutes) after a step back of a day', async () => {
+        const ref = await openedBreaker();
+        await subject.pass(350);
+        expect(await admit(ref)).toMatchObject({ verdict: 'granted', probe: expect.anything() });
+        await subject.stepBack(DAY, dependencyKeys(ref));
+        const refused = await admit(ref);
+        expect(refused.verdict).toBe('breaker_open');
+        expect(refused.retryAfterMs).toBeLessThanOrEqual(LONGEST_LEASE_MS.probe);
+      });
+
+      it('holds a concurrency lease at most the longest a lease can be (an hour) after a step back of a day', async () => {
+        const ref = freshRef();
+        const concurrency = { limit: 1, leaseMs: 500 };
+        expect((await admit(ref, { concurrency })).verdict).toBe('granted');
+        await subject.stepBack(DAY, dependencyKeys(ref));
+        const refused = await admit(ref, { concurrency });
+        expect(refused.verdict).toBe('concurrency_limited');
+        expect(refused.retryAfterMs).toBeLessThanOrEqual(LONGEST_LEASE_MS.concurrency);
+      });
+
+      it("lets an idempotency key's lease be taken over after its leaseMs, not an hour later", async () => {
+        const ref = { namespace: 'edges', key: `Order:${++sequence}` };
+        const claim = { fingerprint: 'f', leaseMs: 500, retentionMs: 60_000 };
+        expect((await store.claimIdempotencyKey(ref, { ...claim, token: 'first' })).outcome).toBe('claimed');
+        await subject.stepBack(HOUR, (keys) => [keys.idempotency(ref.namespace, ref.key).record]);
+        const held = await store.claimIdempotencyKey(ref, { ...claim, token: 'second' });
+        expect(held).toMatchObject({ outcome: 'in_flight' });
+        expect(held.outcome === 'in_flight' && held.leaseRemainingMs).toBeLessThanOrEqual(500);
+        await subject.pass(550);
+        expect((await store.claimIdempotencyKey(ref, { ...claim, token: 'second' })).outcome).toBe('recovered');
+      });
+
+      it('ignores window buckets past the current second', async () => {
+        const ref = freshRef();
+        await store.recordOutcomes(ref, batch({ requests: 100, successes: 5 }), {
+          budgetWindowSeconds: 10,
+          breaker: BREAKER,
+        });
+        await subject.stepBack(HOUR, dependencyKeys(ref));
+        const read = await store.readDependency(ref, { budget: BUDGET, outcomeWindowSeconds: 60 });
+        expect(read.budget).toMatchObject({ requests: 0, retries: 0 });
+        expect(read.outcomes).toEqual({ successes: 0, failures: 0, slow: 0 });
       });
     });
 

@@ -19,6 +19,7 @@ export async function edgeRedisStoreUnderTest(
 ): Promise<EdgeStoreUnderTest> {
   const subject = await redisStoreUnderTest(connection, label);
   const client = createRedisClient({ ...connection, commandTimeoutMs: 2000 });
+  await new Promise((resolve) => client.once('ready', resolve));
   const shift = async (key: string, ms: number): Promise<void> => {
     const type = await client.type(key);
     if (type === 'string') {

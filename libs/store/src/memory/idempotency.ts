@@ -8,7 +8,10 @@ import type { IdempotencyStore } from '../roles/idempotency';
 import type { MemoryContext } from './context';
 import { ExpiringMap } from './expiring-map';
 
-/** Idempotency keys in memory: the libs/core claim, complete and release over expiring records. */
+/**
+ * Idempotency keys in memory: the libs/core claim, complete and release over expiring records.
+ * Nothing is durable: the records live as long as the process.
+ */
 export function memoryIdempotency(context: MemoryContext): IdempotencyStore {
   const { keys } = context;
   const records = new ExpiringMap<IdempotencyEntry>();
@@ -17,22 +20,26 @@ export function memoryIdempotency(context: MemoryContext): IdempotencyStore {
     async claimIdempotencyKey(ref, claim) {
       const now = context.now();
       const key = recordKey(ref);
+      // A kept entry may come back with its lease cut after a clock step back (claimIdempotencyEntry).
       const verdict = claimIdempotencyEntry(records.get(key, now), claim, now);
       switch (verdict.verdict) {
         case 'claimed':
         case 'recovered':
           records.set(key, verdict.entry, verdict.entry.expiresAt, now);
-          return { outcome: verdict.verdict, leaseExpiresAt: verdict.entry.leaseExpiresAt };
+          return { outcome: verdict.verdict, leaseExpiresAt: verdict.entry.leaseExpiresAt, durable: false };
         case 'resumed':
+          records.set(key, verdict.entry, verdict.entry.expiresAt, now);
           return {
             outcome: 'resumed',
             token: verdict.entry.token,
             leaseExpiresAt: verdict.entry.leaseExpiresAt,
             recovered: verdict.entry.recovered ?? false,
+            durable: false,
           };
         case 'completed':
           return { outcome: 'completed', response: verdict.entry.response ?? '' };
         case 'in_flight':
+          records.set(key, verdict.entry, verdict.entry.expiresAt, now);
           return { outcome: 'in_flight', leaseRemainingMs: verdict.leaseRemainingMs };
         case 'mismatch':
           return { outcome: 'mismatch' };

@@ -28,7 +28,8 @@ export function memoryLimits(context: MemoryContext): LimitStore {
         };
       }
       const decision = gcraTake(policy, rateLimits.get(key) ?? null, now, cost);
-      if (decision.allow) rateLimits.set(key, decision.tat);
+      // A denial keeps the TAT, cut to a full burst if a clock step back left it further.
+      rateLimits.set(key, decision.tat);
       if (rateLimits.size >= SWEEP_RATE_LIMITS_AT) {
         for (const [limitKey, tat] of rateLimits) if (gcraCellEnd(tat) <= now) rateLimits.delete(limitKey);
       }

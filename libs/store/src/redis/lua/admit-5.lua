@@ -64,6 +64,7 @@ end
 local probe = false
 if breaker.state == 'half_open' then
   rcall('ZREMRANGEBYSCORE', KEYS[2], '-inf', nowMs)
+  leaseSetClamp(KEYS[2], nowMs, probeLeaseMs, LEASE_LONGEST_MS.probe)
   if rcall('ZCARD', KEYS[2]) >= halfOpenProbes then
     local earliest = rcall('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
     return finish(CODE.breaker_open, -1, -1, math.max(tonumber(earliest[2]) - nowMs, 0), -1)
@@ -76,8 +77,11 @@ end
 -- 2. The rate limit, decided now and stored only if the call is admitted.
 local newBacklog = nil
 if rateLimit then
-  local allowed, _, retryAfterMs, _, backlog = gcraTake(rateLimit, rcall('GET', KEYS[3]), nowMs, cost)
+  local allowed, _, retryAfterMs, _, backlog, clamped = gcraTake(rateLimit, rcall('GET', KEYS[3]), nowMs, cost)
   if not allowed then
+    if clamped then
+      gcraSave(KEYS[3], rateLimit, backlog, nowMs)
+    end
     return finish(CODE.rate_limited, -1, -1, retryAfterMs, -1)
   end
   newBacklog = backlog
@@ -87,6 +91,7 @@ end
 local leaseExpiresAt, inUse = -1, -1
 if concurrency then
   rcall('ZREMRANGEBYSCORE', KEYS[4], '-inf', nowMs)
+  leaseSetClamp(KEYS[4], nowMs, concurrency.leaseMs, LEASE_LONGEST_MS.concurrency)
   inUse = rcall('ZCARD', KEYS[4])
   if inUse >= concurrency.limit then
     local earliest = rcall('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')

@@ -8,6 +8,8 @@
   claim recovered the key). A claim again with the same claim id and fingerprint while its lease
   runs is the holder's own repeat: it answers the token and lease it won, changing nothing. The
   id lives as long as the record: max(lease, retention) from the claim, at least the lease's life.
+  A lease never runs past now + the leaseMs it was granted with (field lm): one further ahead (a
+  clock step back) is cut to that and stored.
 
   Input:
     KEYS[1] the key's record hash
@@ -37,15 +39,15 @@ local retentionMs = tonumber(ARGV[4])
 local claimId = ARGV[5]
 
 local _, nowMs = serverTime()
-local record = rcall('HMGET', key, 'st', 'fp', 'le', 'resp', 'cid', 'tok', 'rc')
+local record = rcall('HMGET', key, 'st', 'fp', 'le', 'resp', 'cid', 'tok', 'rc', 'lm')
 local state = record[1]
 
 -- Holds the key in flight for this claimant; it lives max(lease, retention) from now.
 local function hold(code)
   local leaseExpiresAt = nowMs + leaseMs
   local ttl = math.max(leaseMs, retentionMs)
-  rcall('HSET', key, 'st', 'in_flight', 'fp', fingerprint, 'tok', token, 'le', leaseExpiresAt, 'ra', retentionMs,
-    'ex', nowMs + ttl, 'rc', code == CODE.recovered and 1 or 0)
+  rcall('HSET', key, 'st', 'in_flight', 'fp', fingerprint, 'tok', token, 'le', leaseExpiresAt, 'lm', leaseMs,
+    'ra', retentionMs, 'ex', nowMs + ttl, 'rc', code == CODE.recovered and 1 or 0)
   if claimId ~= '' then
     rcall('HSET', key, 'cid', claimId)
   else
@@ -66,6 +68,11 @@ if state == 'completed' then
   return { CODE.completed, record[4] }
 end
 local leaseExpiresAt = tonumber(record[3])
+local latest = nowMs + (tonumber(record[8]) or leaseMs)
+if leaseExpiresAt > latest then
+  leaseExpiresAt = latest
+  rcall('HSET', key, 'le', leaseExpiresAt)
+end
 if leaseExpiresAt > nowMs then
   if claimId ~= '' and record[5] == claimId then
     return { CODE.resumed, leaseExpiresAt, record[6], record[7] == '1' and 1 or 0 }

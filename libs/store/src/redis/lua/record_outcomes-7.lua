@@ -95,7 +95,7 @@ rcall('ZADD', KEYS[7], nowMs, reporter)
 rcall('PEXPIRE', KEYS[7], budgetWindow * 1000 + 2000)
 local reporters = rcall('ZCARD', KEYS[7])
 
-if #breaker.transitions > 0 or breaker.state == 'half_open' then
+if #breaker.transitions > 0 or breaker.state == 'half_open' or breaker.clamped then
   breakerSave(KEYS[3], breaker, nowMs)
 end
 breakerPublish(ARGV[3], ARGV[4], breaker)

@@ -31,9 +31,12 @@ end
 
 local _, nowMs = serverTime()
 local policy = cjson.decode(ARGV[1])
-local allowed, remaining, retryAfterMs, resetMs, backlog = gcraTake(policy, rcall('GET', KEYS[1]), nowMs, tonumber(ARGV[2]))
-if allowed then
+local allowed, remaining, retryAfterMs, resetMs, backlog, clamped =
+  gcraTake(policy, rcall('GET', KEYS[1]), nowMs, tonumber(ARGV[2]))
+if allowed or clamped then
   gcraSave(KEYS[1], policy, backlog, nowMs)
+end
+if allowed then
   if requestId ~= '' then
     rcall('HSET', requestKey, 'rm', remaining, 'rs', resetMs)
     rcall('PEXPIRE', requestKey, tonumber(ARGV[4]))

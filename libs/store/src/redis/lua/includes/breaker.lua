@@ -24,13 +24,21 @@ end
 
 local function breakerMove(b, to, since, openUntil, opens, successes, reason)
   if b.state ~= to then
-    b.transitions[#b.transitions + 1] = { b.state, to, since, openUntil }
+    b.transitions[#b.transitions + 1] = { b.state, to, since, openUntil, reason }
   end
   b.state, b.since, b.openUntil, b.opens, b.successes, b.reason = to, since, openUntil, opens, successes, reason
 end
 
--- Transitions that time alone causes: open -> half_open, a forced state lapsing -> closed.
+-- Transitions that time alone causes: open -> half_open, a forced state lapsing -> closed. A
+-- state that began after nowMs (a clock step back) begins now, its openUntil as far from now as
+-- it was from its start, so nothing lasts longer than the duration it was given (b.clamped: to save).
 local function breakerSettle(b, nowMs)
+  if b.since and b.since > nowMs then
+    if b.openUntil then
+      b.openUntil = b.openUntil - (b.since - nowMs)
+    end
+    b.since, b.clamped = nowMs, true
+  end
   if b.state == 'open' and b.openUntil and nowMs >= b.openUntil then
     breakerMove(b, 'half_open', b.openUntil, nil, b.opens, 0, nil)
   elseif (b.state == 'forced_open' or b.state == 'forced_closed') and b.openUntil and nowMs >= b.openUntil then
@@ -90,7 +98,7 @@ end
 local function breakerNow(key, nowMs, channel, dependency)
   local b = breakerLoad(key)
   breakerSettle(b, nowMs)
-  if #b.transitions > 0 then
+  if #b.transitions > 0 or b.clamped then
     breakerSave(key, b, nowMs)
     breakerPublish(channel, dependency, b)
   end
