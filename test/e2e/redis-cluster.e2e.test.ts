@@ -2,6 +2,7 @@ import type { Cluster } from 'ioredis';
 import { createRedisClient } from '@sluice/store';
 import { redisStoreUnderTest, redisStoresUnderTest } from '../../libs/store/test/redis-under-test';
 import { describeConcurrencyConformance } from '../../libs/store/test/concurrency-conformance';
+import { describeDeadLetterBoundsConformance } from '../../libs/store/test/dead-letter-bounds-conformance';
 import { describeBreakerConformance } from '../../libs/store/test/breaker-conformance';
 import { describeLimitsConformance } from '../../libs/store/test/limits-conformance';
 import { describeStoreConformance } from '../../libs/store/test/store-conformance';
@@ -39,6 +40,10 @@ describeLimitsConformance('RedisStore (3-master Cluster)', async () =>
 
 describeConcurrencyConformance('RedisStore (3-master Cluster, 8 connections)', async () =>
   redisStoresUnderTest({ clusterNodes: (await startedCluster()).nodes }, 'cluster-concurrency', 8),
+);
+
+describeDeadLetterBoundsConformance('RedisStore (3-master Cluster)', async () =>
+  redisStoreUnderTest({ clusterNodes: (await startedCluster()).nodes }, 'cluster-bounds'),
 );
 
 describeIdempotentApp('Redis Cluster', async () =>

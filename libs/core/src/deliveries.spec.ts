@@ -37,10 +37,10 @@ describe('recordDeliveryAttempt', () => {
   it('counts, then parks on attempt maxAttempts, keeping the counter as long as the dead letter', () => {
     const { outcomes, queue } = queueOf({}, {});
     expect(outcomes[0]).toEqual({
-      outcome: { attempt: 1, deadLetter: false, parkedNow: false, depth: 0 },
+      outcome: { attempt: 1, deadLetter: false, parkedNow: false, depth: 0, dropped: 0 },
       counter: { value: { attempts: 1, firstAttemptAt: NOW, parked: false }, expiresAt: NOW + 60_000 },
     });
-    expect(outcomes[1].outcome).toEqual({ attempt: 2, deadLetter: true, parkedNow: true, depth: 1 });
+    expect(outcomes[1].outcome).toEqual({ attempt: 2, deadLetter: true, parkedNow: true, depth: 1, dropped: 0 });
     expect(outcomes[1].counter).toEqual({
       value: { attempts: 2, firstAttemptAt: NOW, parked: true },
       expiresAt: NOW + 1 + 600_000,
@@ -59,9 +59,9 @@ describe('recordDeliveryAttempt', () => {
 
   it('leaves a parked message parked and uncounted, and a repeated numbered attempt unchanged', () => {
     const { outcomes } = queueOf({ attempt: 1 }, { attempt: 1 }, { attempt: 2 }, {});
-    expect(outcomes[1]).toEqual({ outcome: { attempt: 1, deadLetter: false, parkedNow: false, depth: 0 } });
+    expect(outcomes[1]).toEqual({ outcome: { attempt: 1, deadLetter: false, parkedNow: false, depth: 0, dropped: 0 } });
     expect(outcomes[2].outcome.parkedNow).toBe(true);
-    expect(outcomes[3]).toEqual({ outcome: { attempt: 2, deadLetter: true, parkedNow: false, depth: 1 } });
+    expect(outcomes[3]).toEqual({ outcome: { attempt: 2, deadLetter: true, parkedNow: false, depth: 1, dropped: 0 } });
   });
 });
 
@@ -75,10 +75,10 @@ describe('dead letters', () => {
       items: [{ messageId: 'c' }],
       next: null,
     });
-    expect(pruneDeadLetters(queue, { retentionMs: 600_000, maxLength: 2 }, NOW + 2)).toBe(2);
+    expect(pruneDeadLetters(queue, { retentionMs: 600_000, maxLength: 2 }, NOW + 2)).toEqual({ depth: 2, dropped: 1 });
     expect(removeDeadLetter(queue, 'b')).toMatchObject({ messageId: 'b' });
     expect(removeDeadLetter(queue, 'b')).toBeNull();
-    expect(pruneDeadLetters(queue, { retentionMs: 1, maxLength: 10 }, NOW + 10)).toBe(0);
-    expect(pruneDeadLetters(undefined, { retentionMs: 1, maxLength: 10 }, NOW)).toBe(0);
+    expect(pruneDeadLetters(queue, { retentionMs: 1, maxLength: 10 }, NOW + 10)).toEqual({ depth: 0, dropped: 0 });
+    expect(pruneDeadLetters(undefined, { retentionMs: 1, maxLength: 10 }, NOW)).toEqual({ depth: 0, dropped: 0 });
   });
 });

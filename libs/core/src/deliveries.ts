@@ -8,6 +8,7 @@
 export interface AttemptCounter {
   attempts: number;
   firstAttemptAt: number;
+  /** Parked when its dead letter was made; it is parked while that dead letter is kept. */
   parked: boolean;
 }
 
@@ -21,11 +22,16 @@ export interface StoredDeadLetter {
   firstAttemptAt: number;
 }
 
+/** A dead letter with its parking sequence and its size (bytes of payload and error). */
+export type QueuedDeadLetter = StoredDeadLetter & { seq: number; bytes: number };
+
 /** A queue's dead letters in parking order, as the Redis hash and sorted set keep them. */
 export interface DeadLetterQueue {
   sequence: number;
-  /** Message id → entry with its parking sequence; a Map keeps insertion order, a re-parked message moves to the end. */
-  entries: Map<string, StoredDeadLetter & { seq: number }>;
+  /** Message id → entry; a Map keeps insertion order, a re-parked message moves to the end. */
+  entries: Map<string, QueuedDeadLetter>;
+  /** The sum of the entries' bytes. */
+  bytes: number;
 }
 
 export interface DeadLetterRetention {
@@ -33,6 +39,21 @@ export interface DeadLetterRetention {
   retentionMs: number;
   /** Most dead letters one queue keeps; the oldest go first. */
   maxLength: number;
+  /** Most bytes of payload and error one queue keeps; the oldest go first. Absent: no byte cap. */
+  maxBytes?: number;
+}
+
+/**
+ * Most dead letters one call drops, so every call's work stays bounded: `expired` past their
+ * retention, `overCap` past maxLength or maxBytes (the Lua twin, dead_letters.lua, uses the same).
+ */
+export const DEAD_LETTER_PRUNE_BATCH = { expired: 100, overCap: 1000 } as const;
+
+const utf8 = new TextEncoder();
+
+/** What a dead letter weighs against its queue's byte cap: the UTF-8 bytes of its payload and error. */
+export function deadLetterBytes(payload: string | null, error: string | null): number {
+  return utf8.encode(payload ?? '').length + utf8.encode(error ?? '').length;
 }
 
 export interface DeliveryAttemptInput {
@@ -61,6 +82,8 @@ export interface DeliveryAttemptOutcome {
   parkedNow: boolean;
   /** Dead letters in the queue after this call. */
   depth: number;
+  /** Dead letters this call dropped, oldest first, to keep the queue within its caps. */
+  dropped: number;
 }
 
 /** What to keep after an attempt: the counter and the queue, each until an instant; absent: unchanged. */
@@ -77,26 +100,34 @@ export function recordDeliveryAttempt(
   input: DeliveryAttemptInput,
   now: number,
 ): DeliveryAttemptStep {
-  const counter = stored ? { ...stored } : { attempts: 0, firstAttemptAt: now, parked: false };
+  const fresh = { attempts: 0, firstAttemptAt: now, parked: false };
+  let counter = stored ? { ...stored } : fresh;
   const depth = queue?.entries.size ?? 0;
   if (counter.parked) {
     const pruned = pruneDeadLetters(queue, input.deadLetters, now);
-    return { outcome: { attempt: counter.attempts, deadLetter: true, parkedNow: false, depth: pruned } };
+    if (queue?.entries.has(input.messageId)) {
+      return {
+        outcome: { attempt: counter.attempts, deadLetter: true, parkedNow: false, depth: pruned.depth, dropped: 0 },
+      };
+    }
+    // Its dead letter was dropped (a cap, its retention): the message is forgotten with it.
+    counter = fresh;
   }
   if (input.attempt !== undefined && input.attempt <= counter.attempts) {
     // A repeat of a delivery already counted: nothing changes.
-    return { outcome: { attempt: counter.attempts, deadLetter: false, parkedNow: false, depth } };
+    return { outcome: { attempt: counter.attempts, deadLetter: false, parkedNow: false, depth, dropped: 0 } };
   }
   counter.attempts = input.attempt ?? counter.attempts + 1;
   if (counter.attempts < input.maxAttempts) {
     return {
-      outcome: { attempt: counter.attempts, deadLetter: false, parkedNow: false, depth },
+      outcome: { attempt: counter.attempts, deadLetter: false, parkedNow: false, depth, dropped: 0 },
       counter: { value: counter, expiresAt: now + input.attemptRetentionMs },
     };
   }
-  const parking = queue ?? { sequence: 0, entries: new Map() };
+  const parking = queue ?? { sequence: 0, entries: new Map(), bytes: 0 };
   parking.sequence += 1;
-  parking.entries.delete(input.messageId);
+  removeDeadLetter(parking, input.messageId);
+  const bytes = deadLetterBytes(input.payload, input.error || null);
   parking.entries.set(input.messageId, {
     messageId: input.messageId,
     payload: input.payload,
@@ -105,28 +136,47 @@ export function recordDeliveryAttempt(
     deadLetteredAt: now,
     firstAttemptAt: counter.firstAttemptAt,
     seq: parking.sequence,
+    bytes,
   });
+  parking.bytes += bytes;
   const expiresAt = now + input.deadLetters.retentionMs;
-  const parkedDepth = pruneDeadLetters(parking, input.deadLetters, now);
+  const pruned = pruneDeadLetters(parking, input.deadLetters, now);
+  // Past the caps the newest goes too: then it is not parked, and says so.
+  const parked = parking.entries.has(input.messageId);
   return {
-    outcome: { attempt: counter.attempts, deadLetter: true, parkedNow: true, depth: parkedDepth },
-    counter: { value: { ...counter, parked: true }, expiresAt },
+    outcome: { attempt: counter.attempts, deadLetter: parked, parkedNow: parked, ...pruned },
+    counter: parked
+      ? { value: { ...counter, parked: true }, expiresAt }
+      : { value: counter, expiresAt: now + input.attemptRetentionMs },
     queue: { value: parking, expiresAt },
   };
 }
 
-/** Drops dead letters past their retention and the oldest past the maximum length; returns the depth. */
+/**
+ * Drops, oldest first, dead letters past their retention, then those past maxLength or maxBytes,
+ * at most DEAD_LETTER_PRUNE_BATCH of each per call; the depth left and how many the caps dropped.
+ */
 export function pruneDeadLetters(
   queue: DeadLetterQueue | undefined,
   retention: DeadLetterRetention,
   now: number,
-): number {
-  if (!queue) return 0;
-  for (const [messageId, entry] of queue.entries) {
-    if (entry.deadLetteredAt > now - retention.retentionMs && queue.entries.size <= retention.maxLength) break;
-    queue.entries.delete(messageId);
+): { depth: number; dropped: number } {
+  if (!queue) return { depth: 0, dropped: 0 };
+  let expired = 0;
+  for (const entry of queue.entries.values()) {
+    if (expired >= DEAD_LETTER_PRUNE_BATCH.expired || entry.deadLetteredAt > now - retention.retentionMs) break;
+    removeDeadLetter(queue, entry.messageId);
+    expired += 1;
   }
-  return queue.entries.size;
+  const overCap = () =>
+    queue.entries.size > retention.maxLength || (retention.maxBytes !== undefined && queue.bytes > retention.maxBytes);
+  let dropped = 0;
+  for (const entry of queue.entries.values()) {
+    if (dropped >= DEAD_LETTER_PRUNE_BATCH.overCap || !overCap()) break;
+    removeDeadLetter(queue, entry.messageId);
+    dropped += 1;
+  }
+  return { depth: queue.entries.size, dropped };
 }
 
 /** A page of dead letters after the `after` cursor (a parking sequence), oldest first, and the next cursor. */
@@ -147,9 +197,10 @@ export function removeDeadLetter(queue: DeadLetterQueue | undefined, messageId: 
   const entry = queue?.entries.get(messageId);
   if (!queue || !entry) return null;
   queue.entries.delete(messageId);
+  queue.bytes -= entry.bytes;
   return withoutSequence(entry);
 }
 
-function withoutSequence({ seq: _seq, ...entry }: StoredDeadLetter & { seq: number }): StoredDeadLetter {
+function withoutSequence({ seq: _seq, bytes: _bytes, ...entry }: QueuedDeadLetter): StoredDeadLetter {
   return entry;
 }

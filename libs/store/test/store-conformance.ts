@@ -514,9 +514,9 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
           outcomes.push(await store.recordDeliveryAttempt(ref, { ...attempt, error: `failure ${i + 1}` }));
         }
         expect(outcomes).toEqual([
-          { attempt: 1, deadLetter: false, parkedNow: false, depth: 0 },
-          { attempt: 2, deadLetter: false, parkedNow: false, depth: 0 },
-          { attempt: 3, deadLetter: true, parkedNow: true, depth: 1 },
+          { attempt: 1, deadLetter: false, parkedNow: false, depth: 0, dropped: 0 },
+          { attempt: 2, deadLetter: false, parkedNow: false, depth: 0, dropped: 0 },
+          { attempt: 3, deadLetter: true, parkedNow: true, depth: 1, dropped: 0 },
         ]);
         const page = await store.listDeadLetters(ref, { limit: 10, retention: DEAD_LETTERS });
         expect(page).toEqual({
@@ -544,12 +544,14 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
           deadLetter: true,
           parkedNow: true,
           depth: 1,
+          dropped: 0,
         });
         expect(await store.recordDeliveryAttempt(ref, { ...attempt, maxAttempts: 5 })).toEqual({
           attempt: 1,
           deadLetter: true,
           parkedNow: false,
           depth: 1,
+          dropped: 0,
         });
         expect((await store.listDeadLetters(ref, { limit: 10, retention: DEAD_LETTERS })).items).toHaveLength(1);
       });
@@ -790,14 +792,14 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
         const attempt = (n: number) =>
           store.recordDeliveryAttempt(ref, attemptOf('msg-1', { maxAttempts: 3, attempt: n }));
         const first = await attempt(1);
-        expect(first).toEqual({ attempt: 1, deadLetter: false, parkedNow: false, depth: 0 });
+        expect(first).toEqual({ attempt: 1, deadLetter: false, parkedNow: false, depth: 0, dropped: 0 });
         expect(await attempt(1)).toEqual(first);
-        expect(await attempt(2)).toEqual({ attempt: 2, deadLetter: false, parkedNow: false, depth: 0 });
-        expect(await attempt(2)).toEqual({ attempt: 2, deadLetter: false, parkedNow: false, depth: 0 });
+        expect(await attempt(2)).toEqual({ attempt: 2, deadLetter: false, parkedNow: false, depth: 0, dropped: 0 });
+        expect(await attempt(2)).toEqual({ attempt: 2, deadLetter: false, parkedNow: false, depth: 0, dropped: 0 });
         // An older delivery's failure, late: nothing changes.
-        expect(await attempt(1)).toEqual({ attempt: 2, deadLetter: false, parkedNow: false, depth: 0 });
-        expect(await attempt(3)).toEqual({ attempt: 3, deadLetter: true, parkedNow: true, depth: 1 });
-        expect(await attempt(3)).toEqual({ attempt: 3, deadLetter: true, parkedNow: false, depth: 1 });
+        expect(await attempt(1)).toEqual({ attempt: 2, deadLetter: false, parkedNow: false, depth: 0, dropped: 0 });
+        expect(await attempt(3)).toEqual({ attempt: 3, deadLetter: true, parkedNow: true, depth: 1, dropped: 0 });
+        expect(await attempt(3)).toEqual({ attempt: 3, deadLetter: true, parkedNow: false, depth: 1, dropped: 0 });
         const page = await store.listDeadLetters(ref, { limit: 10, retention: DEAD_LETTERS });
         expect(page.items).toEqual([expect.objectContaining({ messageId: 'msg-1', attempts: 3 })]);
       });
@@ -810,7 +812,13 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
         expect(await record({ attempt: 3 })).toMatchObject({ attempt: 3, deadLetter: false });
         expect(await record({})).toMatchObject({ attempt: 4, deadLetter: false });
         expect(await record({ attempt: 4 })).toMatchObject({ attempt: 4, deadLetter: false });
-        expect(await record({ attempt: 9 })).toEqual({ attempt: 9, deadLetter: true, parkedNow: true, depth: 1 });
+        expect(await record({ attempt: 9 })).toEqual({
+          attempt: 9,
+          deadLetter: true,
+          parkedNow: true,
+          depth: 1,
+          dropped: 0,
+        });
         const [entry] = (await store.listDeadLetters(ref, { limit: 1, retention: DEAD_LETTERS })).items;
         expect(entry).toMatchObject({ messageId: 'msg-1', attempts: 9 });
         expect(entry.firstAttemptAt).toBeLessThanOrEqual(entry.deadLetteredAt);

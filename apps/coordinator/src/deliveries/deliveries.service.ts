@@ -1,9 +1,10 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { backoffDelay, seededRandom, type RandomSource } from '@sluice/core';
 import { MAX_PAYLOAD_BYTES, type DeliveryAttemptRequest, type DeliveryAttemptResponse } from '@sluice/protocol';
 import type { QueueRef, Store } from '@sluice/store';
 import { payloadTooLarge } from '../common/api-error';
+import { MetricsService } from '../metrics/metrics.service';
 import { PolicyService } from '../policies/policy.service';
 import { STORE } from '../store/store.provider';
 import { DeadLetterDepth } from './dead-letter-depth.service';
@@ -17,10 +18,13 @@ import { ATTEMPT_RETENTION_MS, DEAD_LETTERS } from './delivery-limits';
  */
 @Injectable()
 export class DeliveriesService {
+  private readonly logger = new Logger('Deliveries');
+
   constructor(
     @Inject(STORE) private readonly store: Store,
     private readonly policies: PolicyService,
     private readonly depth: DeadLetterDepth,
+    private readonly metrics: MetricsService,
   ) {}
 
   async recordAttempt(ref: QueueRef, request: DeliveryAttemptRequest): Promise<DeliveryAttemptResponse> {
@@ -39,6 +43,7 @@ export class DeliveriesService {
       ...(request.attempt !== undefined ? { attempt: request.attempt } : {}),
     });
     if (outcome.deadLetter) this.depth.observe(ref, outcome.depth);
+    if (outcome.dropped > 0) this.reportDropped(ref, request.messageId, outcome.dropped);
     const random = request.attempt === undefined ? Math.random : jitterOf(ref, request.messageId, outcome.attempt);
     return {
       attempt: outcome.attempt,
@@ -46,6 +51,15 @@ export class DeliveriesService {
       deadLetter: outcome.deadLetter,
       delayMs: outcome.deadLetter ? 0 : backoffDelay(policy.backoff, { attempt: outcome.attempt }, random),
     };
+  }
+
+  /** Dead letters the queue's caps dropped as `messageId` was parked: counted and logged, never silent. */
+  private reportDropped(ref: QueueRef, messageId: string, dropped: number): void {
+    this.metrics.deadLettersDropped.inc({ namespace: ref.namespace, queue: ref.queue }, dropped);
+    this.logger.warn(
+      `queue ${ref.namespace}/${ref.queue} is at its dead-letter caps (${DEAD_LETTERS.maxLength} entries, ` +
+        `${DEAD_LETTERS.maxBytes} bytes): parking ${messageId} dropped the ${dropped} oldest`,
+    );
   }
 
   async ack(ref: QueueRef, messageId: string): Promise<void> {

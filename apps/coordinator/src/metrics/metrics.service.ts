@@ -43,6 +43,13 @@ export class MetricsService {
     collect: () => this.refreshDeadLetters(),
   });
 
+  readonly deadLettersDropped = new Counter({
+    name: 'sluice_dead_letters_dropped_total',
+    help: 'Dead letters dropped, oldest first, to keep a queue within its caps (count and bytes) as a message was parked.',
+    labelNames: ['namespace', 'queue'] as const,
+    registers: [this.registry],
+  });
+
   readonly httpRequestDuration = new Histogram({
     name: 'sluice_http_request_duration_seconds',
     help: 'HTTP request duration by method, route template and status code.',

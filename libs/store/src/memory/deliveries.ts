@@ -43,7 +43,7 @@ export function memoryDeliveries(context: MemoryContext): DeliveryStore {
     async listDeadLetters(ref, page) {
       const now = context.now();
       const queue = queueOf(ref, now);
-      const depth = pruneDeadLetters(queue, page.retention, now);
+      const { depth } = pruneDeadLetters(queue, page.retention, now);
       return { ...deadLetterPage(queue, page.limit, page.after), depth };
     },
 
@@ -57,7 +57,7 @@ export function memoryDeliveries(context: MemoryContext): DeliveryStore {
 
     async countDeadLetters(ref, retention) {
       const now = context.now();
-      return pruneDeadLetters(queueOf(ref, now), retention, now);
+      return pruneDeadLetters(queueOf(ref, now), retention, now).depth;
     },
   };
 }

@@ -25,7 +25,7 @@ export function redisDeliveries(scripts: ScriptRunner, keys: SluiceKeys): Delive
   return {
     async recordDeliveryAttempt(ref, attempt) {
       const queue = keys.queue(ref.namespace, ref.queue);
-      const [count, deadLetter, parkedNow, depth] = await scripts.run(
+      const [count, deadLetter, parkedNow, depth, dropped] = await scripts.run(
         'record_delivery_attempt',
         keys.deliveryAttempts(ref.namespace, ref.queue, attempt.messageId),
         queue.deadLetters,
@@ -38,8 +38,9 @@ export function redisDeliveries(scripts: ScriptRunner, keys: SluiceKeys): Delive
         attempt.deadLetters.retentionMs,
         attempt.deadLetters.maxLength,
         attempt.attempt ?? 0,
+        attempt.deadLetters.maxBytes ?? -1,
       );
-      return { attempt: count, deadLetter: deadLetter === 1, parkedNow: parkedNow === 1, depth };
+      return { attempt: count, deadLetter: deadLetter === 1, parkedNow: parkedNow === 1, depth, dropped };
     },
 
     async ackDelivery(ref, messageId) {
@@ -56,6 +57,7 @@ export function redisDeliveries(scripts: ScriptRunner, keys: SluiceKeys): Delive
         page.after ?? '',
         page.retention.retentionMs,
         page.retention.maxLength,
+        page.retention.maxBytes ?? -1,
       );
       return { items: entries.map(parseDeadLetter), next: next === '' ? null : next, depth };
     },
@@ -77,6 +79,7 @@ export function redisDeliveries(scripts: ScriptRunner, keys: SluiceKeys): Delive
         queue.deadLetterIndex,
         retention.retentionMs,
         retention.maxLength,
+        retention.maxBytes ?? -1,
       );
     },
   };

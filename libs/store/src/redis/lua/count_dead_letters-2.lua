@@ -6,6 +6,7 @@
     KEYS[2] dead-letter index sorted set
     ARGV[1] retentionMs
     ARGV[2] maxLength
+    ARGV[3] maxBytes, -1 for no byte cap
 
   Output: depth
 ]]
@@ -14,4 +15,5 @@ local rcall = redis.call
 --- @include "dead_letters"
 
 local _, nowMs = serverTime()
-return deadLettersPrune(KEYS[1], KEYS[2], nowMs, tonumber(ARGV[1]), tonumber(ARGV[2]))
+local depth = deadLettersPrune(KEYS[1], KEYS[2], nowMs, tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
+return depth

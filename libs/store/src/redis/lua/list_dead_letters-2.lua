@@ -8,6 +8,7 @@
     ARGV[2] after: the sequence number the previous page ended with ('' for the first page)
     ARGV[3] retentionMs
     ARGV[4] maxLength
+    ARGV[5] maxBytes, -1 for no byte cap
 
   Output: { depth, next sequence number ('' on the last page), entry JSON, ... }
 ]]
@@ -20,7 +21,8 @@ local limit = tonumber(ARGV[1])
 local from = ARGV[2] == '' and '-inf' or '(' .. ARGV[2]
 
 local _, nowMs = serverTime()
-local depth = deadLettersPrune(entriesKey, indexKey, nowMs, tonumber(ARGV[3]), tonumber(ARGV[4]))
+local depth = deadLettersPrune(entriesKey, indexKey, nowMs, tonumber(ARGV[3]), tonumber(ARGV[4]),
+  tonumber(ARGV[5]))
 local rows = rcall('ZRANGE', indexKey, from, '+inf', 'BYSCORE', 'LIMIT', 0, limit + 1, 'WITHSCORES')
 local count = math.min(#rows / 2, limit)
 local result = { depth, '' }

@@ -1,7 +1,9 @@
 --[[
   Counts one failed delivery of a message. The failure of attempt maxAttempts parks the message
   in the queue's dead letters (payload, last error, attempts); a parked message stays parked,
-  uncounted, until it is redriven, purged or acked.
+  uncounted, until it is redriven, purged or acked, or its dead letter is dropped (past the
+  queue's caps or its retention): then the message is forgotten with it and counts from 1 again.
+  Parking past the caps drops the oldest dead letters, counted in the answer (`dropped`).
 
   With the delivery's own number (ARGV[8], a broker's delivery count), the count becomes
   max(count, attempt): an attempt at or below the count is a repeat (an answer lost to a timeout)
@@ -22,8 +24,9 @@
     ARGV[6] deadLetterRetentionMs
     ARGV[7] deadLetterMaxLength
     ARGV[8] attempt: the delivery this failure is for, 0 when not given
+    ARGV[9] deadLetterMaxBytes: most bytes of payload and error the queue keeps, -1 for no cap
 
-  Output: { attempt, deadLetter (0/1), parkedNow (0/1), depth }
+  Output: { attempt, deadLetter (0/1), parkedNow (0/1), depth, dropped }
     attempt is the count after the call (for a repeat or a parked message: as it stands)
 ]]
 local rcall = redis.call
@@ -37,15 +40,22 @@ local attemptRetentionMs = tonumber(ARGV[5])
 local retentionMs = tonumber(ARGV[6])
 local maxLength = tonumber(ARGV[7])
 local given = tonumber(ARGV[8])
+local maxBytes = tonumber(ARGV[9])
 
 local _, nowMs = serverTime()
 local counter = rcall('HMGET', attemptsKey, 'n', 'parked')
 if counter[2] == '1' then
-  return { tonumber(counter[1]), 1, 0, deadLettersPrune(entriesKey, indexKey, nowMs, retentionMs, maxLength) }
+  local depth = deadLettersPrune(entriesKey, indexKey, nowMs, retentionMs, maxLength, maxBytes)
+  if rcall('HEXISTS', entriesKey, messageId) == 1 then
+    return { tonumber(counter[1]), 1, 0, depth, 0 }
+  end
+  -- Its dead letter was dropped: the message is forgotten with it.
+  rcall('DEL', attemptsKey)
+  counter = {}
 end
 local counted = tonumber(counter[1]) or 0
 if given > 0 and given <= counted then
-  return { counted, 0, 0, rcall('ZCARD', indexKey) }
+  return { counted, 0, 0, rcall('ZCARD', indexKey), 0 }
 end
 local attempt
 if given > 0 then
@@ -59,10 +69,15 @@ if counted == 0 then
 end
 if attempt < maxAttempts then
   rcall('PEXPIRE', attemptsKey, attemptRetentionMs)
-  return { attempt, 0, 0, rcall('ZCARD', indexKey) }
+  return { attempt, 0, 0, rcall('ZCARD', indexKey), 0 }
 end
 
 local seq = rcall('HINCRBY', entriesKey, '#seq', 1)
+local previous = rcall('HGET', entriesKey, messageId)
+if previous then
+  deadLetterDelete(entriesKey, indexKey, messageId, previous)
+end
+local bytes = #ARGV[4] + #ARGV[3]
 local entry = cjson.encode({
   messageId = messageId,
   payload = ARGV[4] ~= '' and ARGV[4] or cjson.null,
@@ -70,11 +85,19 @@ local entry = cjson.encode({
   attempts = attempt,
   deadLetteredAt = nowMs,
   firstAttemptAt = tonumber(rcall('HGET', attemptsKey, 'first')) or nowMs,
+  bytes = bytes,
 })
 rcall('HSET', entriesKey, messageId, entry)
+rcall('HINCRBY', entriesKey, '#bytes', bytes)
 rcall('ZADD', indexKey, seq, messageId)
-rcall('HSET', attemptsKey, 'parked', 1)
-rcall('PEXPIRE', attemptsKey, retentionMs)
 rcall('PEXPIRE', entriesKey, retentionMs)
 rcall('PEXPIRE', indexKey, retentionMs)
-return { attempt, 1, 1, deadLettersPrune(entriesKey, indexKey, nowMs, retentionMs, maxLength) }
+local depth, dropped = deadLettersPrune(entriesKey, indexKey, nowMs, retentionMs, maxLength, maxBytes)
+if rcall('HEXISTS', entriesKey, messageId) == 0 then
+  -- Past the caps the newest went too: it is not parked, and says so.
+  rcall('PEXPIRE', attemptsKey, attemptRetentionMs)
+  return { attempt, 0, 0, depth, dropped }
+end
+rcall('HSET', attemptsKey, 'parked', 1)
+rcall('PEXPIRE', attemptsKey, retentionMs)
+return { attempt, 1, 1, depth, dropped }
