@@ -5,6 +5,7 @@ import { describeConcurrencyConformance } from '../../libs/store/test/concurrenc
 import { describeDeadLetterBoundsConformance } from '../../libs/store/test/dead-letter-bounds-conformance';
 import { describeBreakerConformance } from '../../libs/store/test/breaker-conformance';
 import { describeLimitsConformance } from '../../libs/store/test/limits-conformance';
+import { describeRetryBatchConformance } from '../../libs/store/test/retry-batch-conformance';
 import { describeStoreConformance } from '../../libs/store/test/store-conformance';
 import { RedisClusterProcess } from '../support/redis-cluster';
 import { deleteKeysWithPrefix } from '../support/redis';
@@ -36,6 +37,10 @@ describeBreakerConformance('RedisStore (3-master Cluster)', async () =>
 );
 describeLimitsConformance('RedisStore (3-master Cluster)', async () =>
   redisStoreUnderTest({ clusterNodes: (await startedCluster()).nodes }, 'cluster-limits'),
+);
+
+describeRetryBatchConformance('RedisStore (3-master Cluster)', async () =>
+  redisStoreUnderTest({ clusterNodes: (await startedCluster()).nodes }, 'cluster-retry-batches'),
 );
 
 describeConcurrencyConformance('RedisStore (3-master Cluster, 8 connections)', async () =>

@@ -20,6 +20,7 @@ import {
 } from './dependency-state';
 import { gcraTake } from './gcra';
 import { LATENCY_FIELDS, latencyQuantile } from './latency-histogram';
+import { budgetRetryAfterMs, breakerRetryAfterMs } from './retry-after';
 import { retryBudgetLimit } from './retry-budget';
 import { epochSecond } from './sliding-window';
 
@@ -51,6 +52,11 @@ export interface KeptRetry {
 export interface RetryBudgetOutcome extends KeptRetry {
   verdict: RetryBudgetVerdict;
   breaker: BreakerSnapshot;
+  /**
+   * On budget_exhausted and breaker_open: when the same ask could be granted if no new requests
+   * were reported, ms (retry-after.ts); null otherwise, or when no time is known.
+   */
+  retryAfterMs: number | null;
 }
 
 /** The breaker, the deadline, then the budget; counts the retry when granted. `kept`: a repeat's first grant. */
@@ -62,7 +68,8 @@ export function decideRetry(
 ): RetryBudgetOutcome {
   const second = epochSecond(now);
   const breaker = breakerSnapshot(settleBreaker(state, now));
-  if (kept) return { verdict: 'granted', delayMs: kept.delayMs, budget: { ...kept.budget }, breaker };
+  if (kept)
+    return { verdict: 'granted', delayMs: kept.delayMs, budget: { ...kept.budget }, breaker, retryAfterMs: null };
   const { budget: policy, delayMs, deadlineMs } = input;
   const { requests, retries } = state.budget.sum(second, policy.windowSeconds);
   const limit = retryBudgetLimit(policy, requests);
@@ -73,11 +80,20 @@ export function decideRetry(
   } else if (retries + 1 > limit) verdict = 'budget_exhausted';
   else state.budget.add(second, policy.windowSeconds, { retries: 1 });
   const counted = retries + (verdict === 'granted' ? 1 : 0);
+  let retryAfterMs: number | null = null;
+  if (verdict === 'breaker_open') retryAfterMs = breakerRetryAfterMs(state.breaker, now);
+  else if (verdict === 'budget_exhausted') {
+    const seconds = state.budget
+      .bucketsOf(second, policy.windowSeconds)
+      .map(([at, counts]) => ({ second: at, ...counts }));
+    retryAfterMs = budgetRetryAfterMs(policy, seconds, now);
+  }
   return {
     verdict,
     delayMs,
     budget: { retries: counted, requests, limit, windowSeconds: policy.windowSeconds },
     breaker,
+    retryAfterMs,
   };
 }
 

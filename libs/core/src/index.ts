@@ -1,6 +1,7 @@
 export * from './clock';
 export * from './sliding-window';
 export * from './retry-budget';
+export * from './retry-after';
 export * from './retry-classification';
 export * from './backoff';
 export * from './random';

@@ -2,6 +2,7 @@ import { ManualClock } from '@sluice/core';
 import { MemoryStore } from '../src';
 import { describeBreakerConformance } from './breaker-conformance';
 import { describeLimitsConformance } from './limits-conformance';
+import { describeRetryBatchConformance } from './retry-batch-conformance';
 import { describeStoreConformance, type StoreUnderTest } from './store-conformance';
 
 const memoryStore = async (): Promise<StoreUnderTest> => {
@@ -16,3 +17,4 @@ const memoryStore = async (): Promise<StoreUnderTest> => {
 describeStoreConformance('MemoryStore', memoryStore);
 describeBreakerConformance('MemoryStore', memoryStore);
 describeLimitsConformance('MemoryStore', memoryStore);
+describeRetryBatchConformance('MemoryStore', memoryStore);

@@ -5,6 +5,7 @@ import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../../../t
 import { redisStoreUnderTest } from './redis-under-test';
 import { describeBreakerConformance } from './breaker-conformance';
 import { describeLimitsConformance } from './limits-conformance';
+import { describeRetryBatchConformance } from './retry-batch-conformance';
 import { batch, describeStoreConformance } from './store-conformance';
 
 describeStoreConformance('RedisStore (standalone)', () =>
@@ -12,6 +13,9 @@ describeStoreConformance('RedisStore (standalone)', () =>
 );
 describeBreakerConformance('RedisStore (standalone)', () => redisStoreUnderTest({ url: SHARED_REDIS_URL }, 'breakers'));
 describeLimitsConformance('RedisStore (standalone)', () => redisStoreUnderTest({ url: SHARED_REDIS_URL }, 'limits'));
+describeRetryBatchConformance('RedisStore (standalone)', () =>
+  redisStoreUnderTest({ url: SHARED_REDIS_URL }, 'retry-batches'),
+);
 
 describe('RedisStore keys', () => {
   const prefix = uniquePrefix('keys');

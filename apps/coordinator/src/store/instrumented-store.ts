@@ -8,6 +8,7 @@ type StoreOperation = Exclude<
 /** Every one-shot operation (the type makes the list complete); subscriptions are long-lived and not timed. */
 const OPERATIONS: Record<StoreOperation, true> = {
   decideRetry: true,
+  decideRetries: true,
   recordOutcomes: true,
   admit: true,
   takeRateLimit: true,

@@ -16,6 +16,7 @@ const STATE_CREATING = [
   'registerDependency',
   'recordOutcomes',
   'decideRetry',
+  'decideRetries',
   'admit',
   'takeRateLimit',
   'setBreaker',

@@ -5,7 +5,7 @@ import type { DecisionStore } from '../roles/decisions';
 import type { MemoryContext } from './context';
 
 /** The decision path in memory: the libs/core decisions over the dependency's state, then publish and keep. */
-export function memoryDecisions(context: MemoryContext): DecisionStore {
+export function memoryDecisions(context: MemoryContext): Omit<DecisionStore, 'decideRetries'> {
   const { keys, kept } = context;
   return {
     async decideRetry(ref, request) {

@@ -12,6 +12,7 @@ import { memoryIdempotency } from './idempotency';
 import { memoryLimits } from './limits';
 import { memoryPolicies } from './policies';
 import { memoryRegistry } from './registry';
+import { memoryRetryBatches } from './retry-batches';
 
 /**
  * The Store for the embedded single-process mode: Maps and the libs/core functions, the twins of
@@ -25,6 +26,7 @@ export class MemoryStore extends ComposedStore implements Store {
     const context = new MemoryContext(options.clock ?? systemClock, options.keys ?? new SluiceKeys());
     super({
       ...memoryDecisions(context),
+      ...memoryRetryBatches(context),
       ...memoryLimits(context),
       ...memoryBreakers(context),
       ...memoryRegistry(context),

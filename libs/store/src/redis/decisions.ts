@@ -1,7 +1,7 @@
 import { DEFAULT_DEPENDENCY_POLICY } from '@sluice/protocol';
 import type { SluiceKeys } from '../keys';
 import { admitOutcomeTtlMs, retryOutcomeTtlMs } from '../request-outcomes';
-import type { AdmitRequest, DecisionStore } from '../roles/decisions';
+import type { AdmitRequest, DecisionStore, RetryBudgetOutcome } from '../roles/decisions';
 import { breakerFromReply } from './breakers';
 import { scriptOutcome } from './script-codes';
 import type { ScriptRunner } from './script-runner';
@@ -15,8 +15,26 @@ function admissionPolicy({ breaker, rateLimit, concurrency }: AdmitRequest): str
   });
 }
 
+/**
+ * One decision of decide_retry-4.lua's or decide_retries-N.lua's reply, from `at`: code, retries,
+ * requests, limit, delayMs, retryAfterMs (-1: none).
+ */
+export function retryDecisionFromReply(
+  reply: Array<string | number>,
+  at: number,
+  windowSeconds: number,
+): Omit<RetryBudgetOutcome, 'breaker'> {
+  const [code, retries, requests, limit, delayMs, retryAfterMs] = reply.slice(at, at + 6).map(Number);
+  return {
+    verdict: scriptOutcome('decide_retry', code, ['granted', 'budget_exhausted', 'deadline_exceeded', 'breaker_open']),
+    delayMs,
+    budget: { retries, requests, limit, windowSeconds },
+    retryAfterMs: retryAfterMs >= 0 ? retryAfterMs : null,
+  };
+}
+
 /** The decision path: decide_retry-4.lua, record_outcomes-7.lua and admit-5.lua. */
-export function redisDecisions(scripts: ScriptRunner, keys: SluiceKeys): DecisionStore {
+export function redisDecisions(scripts: ScriptRunner, keys: SluiceKeys): Omit<DecisionStore, 'decideRetries'> {
   return {
     async decideRetry(ref, request) {
       const dependency = keys.dependency(ref.namespace, ref.dependency);
@@ -38,18 +56,7 @@ export function redisDecisions(scripts: ScriptRunner, keys: SluiceKeys): Decisio
         request.requestId ?? '',
         retryOutcomeTtlMs(budget.windowSeconds),
       );
-      const [code, retries, requests, limit, delayMs] = reply.map(Number);
-      return {
-        verdict: scriptOutcome('decide_retry', code, [
-          'granted',
-          'budget_exhausted',
-          'deadline_exceeded',
-          'breaker_open',
-        ]),
-        delayMs,
-        budget: { retries, requests, limit, windowSeconds: budget.windowSeconds },
-        breaker: breakerFromReply(reply, 5),
-      };
+      return { ...retryDecisionFromReply(reply, 0, budget.windowSeconds), breaker: breakerFromReply(reply, 6) };
     },
 
     async recordOutcomes(ref, batch, policy) {

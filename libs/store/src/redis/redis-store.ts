@@ -13,6 +13,7 @@ import { redisIdempotency } from './idempotency';
 import { redisLimits } from './limits';
 import { redisPolicies } from './policies';
 import { redisRegistry } from './registry';
+import { redisRetryBatches } from './retry-batches';
 import { ScriptRunner } from './script-runner';
 
 export interface RedisStoreOptions {
@@ -39,6 +40,7 @@ export class RedisStore extends ComposedStore implements Store {
     const events = options.subscriber ? new RedisEventSubscriber(options.subscriber) : undefined;
     super({
       ...redisDecisions(scripts, keys),
+      ...redisRetryBatches(scripts, keys),
       ...redisLimits(scripts, keys),
       ...redisBreakers(scripts, keys),
       ...redisRegistry(scripts, keys),

@@ -53,6 +53,16 @@ export class ScriptRunner {
     return this.guard(commands[script](...args), String(args[0]));
   }
 
+  /** Calls a script that takes any number of KEYS (`<name>-N.lua`): the key count, the keys, then ARGV. */
+  runWithKeys<N extends ScriptName>(
+    script: N,
+    keys: readonly string[],
+    args: readonly ScriptArgument[],
+  ): Promise<ScriptReplies[N]> {
+    const commands: ScriptCommands<{ type: 'default' }> = this.client;
+    return this.guard(commands[script](keys.length, ...keys, ...args), keys[0]);
+  }
+
   /** Bounds one operation by the store timeout and turns any failure into StoreUnavailableError. */
   guard<T>(operation: Promise<T>, firstKey?: string): Promise<T> {
     return this.deadline.guard(operation, firstKey === undefined ? '' : this.connectionOf(firstKey));

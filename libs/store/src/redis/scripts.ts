@@ -15,6 +15,7 @@ type FlatReply = Array<string | number>;
  */
 export interface ScriptReplies {
   decide_retry: FlatReply;
+  decide_retries: FlatReply;
   record_outcomes: FlatReply;
   admit: FlatReply;
   take_rate_limit: number[];
@@ -54,8 +55,11 @@ declare module 'ioredis' {
 }
 
 const LUA_DIR = join(__dirname, 'lua');
-/** `<name>-<number of KEYS>.lua`, as bullmq names its commands: the key count lives in the file name. */
-const SCRIPT_FILE = /^([a-z_]+)-(\d+)\.lua$/;
+/**
+ * `<name>-<number of KEYS>.lua`, as bullmq names its commands: the key count lives in the file name;
+ * `<name>-N.lua` takes a number of KEYS its caller gives (ScriptRunner.runWithKeys).
+ */
+const SCRIPT_FILE = /^([a-z_]+)-(\d+|N)\.lua$/;
 const INCLUDE = /^--- @include "([a-z_]+)"$/gm;
 /** `${NAME}` in a Lua source: a value generated from its one source in TypeScript. */
 const GENERATED = /\$\{([A-Z_]+)\}/g;
@@ -66,7 +70,8 @@ const GENERATORS: Record<string, () => string> = {
 
 export interface ScriptFile {
   name: string;
-  numberOfKeys: number;
+  /** undefined: the caller gives the key count (a `-N.lua` file). */
+  numberOfKeys: number | undefined;
   file: string;
 }
 
@@ -74,7 +79,7 @@ export interface ScriptFile {
 export function scriptFiles(): ScriptFile[] {
   return readdirSync(LUA_DIR).flatMap((file) => {
     const match = SCRIPT_FILE.exec(file);
-    return match ? [{ name: match[1], numberOfKeys: Number(match[2]), file }] : [];
+    return match ? [{ name: match[1], numberOfKeys: match[2] === 'N' ? undefined : Number(match[2]), file }] : [];
   });
 }
 

@@ -22,6 +22,28 @@ export interface RetryBudgetRequest extends Omit<RetryDecisionInput, 'latencyWin
   requestId?: string;
 }
 
+/** One ask of a batch: what differs between the asks for one dependency. */
+export interface RetryAskInput extends Pick<RetryBudgetRequest, 'delayMs' | 'deadlineMs' | 'requestId'> {
+  /** Already denied before the store (not_retriable, max_attempts, …): only the budget is read for it. */
+  read?: boolean;
+}
+
+/** An ask's decision; `verdict` null for a `read` ask (its budget as read then, nothing decided). */
+export interface RetryAskOutcome extends Omit<RetryBudgetOutcome, 'breaker' | 'verdict'> {
+  verdict: RetryBudgetOutcome['verdict'] | null;
+}
+
+/** Retry asks for one dependency, decided in order in one atomic step. */
+export interface RetryBatchRequest extends Omit<RetryBudgetRequest, 'delayMs' | 'deadlineMs' | 'requestId'> {
+  asks: readonly RetryAskInput[];
+}
+
+/** One decision per ask, in order, and the breaker they were decided against (its transitions once). */
+export interface RetryBatchOutcome {
+  decisions: RetryAskOutcome[];
+  breaker: RetryBudgetOutcome['breaker'];
+}
+
 export interface AdmitRequest extends AdmissionInput {
   /**
    * Caller-chosen id: a grant is kept under it (admitOutcomeTtlMs: at least 60 s, at least the
@@ -36,6 +58,12 @@ export interface AdmitRequest extends AdmissionInput {
 export interface DecisionStore {
   /** Checks the breaker, the deadline and the budget, and counts the retry when granted. */
   decideRetry(ref: DependencyRef, request: RetryBudgetRequest): Promise<RetryBudgetOutcome>;
+
+  /**
+   * Decides the asks in order, exactly as decideRetry would one by one (each sees the grants before
+   * it): decide_retries-N.lua, one script call for the whole batch.
+   */
+  decideRetries(ref: DependencyRef, request: RetryBatchRequest): Promise<RetryBatchOutcome>;
 
   /** Adds one reporter's batch (deposits, outcomes, probe outcomes) and runs the breaker on it. */
   recordOutcomes(ref: DependencyRef, batch: OutcomeBatch, policy: OutcomePolicy): Promise<RecordedOutcomes>;

@@ -25,9 +25,11 @@
   (Flat numbers, not a cjson policy: three budget numbers, on the hottest path, which
   test/bench/decisions.mjs also calls with EVALSHA.)
 
-  Output: { code, retries, requests, limit, delayMs, <breaker reply tail> } after the decision
-    code CODE.granted, CODE.budget_exhausted, CODE.deadline_exceeded or CODE.breaker_open; for a
-    repeat of a kept grant: CODE.granted and the kept budget and delay, with the breaker as it is now
+  Output: { code, retries, requests, limit, delayMs, retryAfterMs, <breaker reply tail> } after
+    the decision; code CODE.granted, CODE.budget_exhausted, CODE.deadline_exceeded or
+    CODE.breaker_open; retryAfterMs on budget_exhausted and breaker_open (-1 otherwise, or when no
+    time is known); for a repeat of a kept grant: CODE.granted and the kept budget and delay, with
+    the breaker as it is now. The decision is includes/retry_ask.lua's, as in decide_retries-N.lua.
 ]]
 local rcall = redis.call
 --- @include "codes"
@@ -36,48 +38,20 @@ local rcall = redis.call
 --- @include "budget"
 --- @include "breaker"
 --- @include "latency"
-
-local key = KEYS[1]
-local ratio = tonumber(ARGV[1])
-local minRetriesPerSecond = tonumber(ARGV[2])
-local windowSeconds = tonumber(ARGV[3])
-local delayMs = tonumber(ARGV[4])
-local deadlineMs = tonumber(ARGV[5])
-
-local requestId, requestKey = ARGV[9], KEYS[4]
+--- @include "retry_after"
+--- @include "retry_ask"
 
 local second, nowMs = serverTime()
-local breaker = breakerNow(KEYS[2], nowMs, ARGV[6], ARGV[7])
-
-if requestId ~= '' then
-  local kept = rcall('HMGET', requestKey, 'rt', 'rq', 'lim', 'd')
-  if kept[1] then
-    return breakerReply(breaker, { CODE.granted, tonumber(kept[1]), tonumber(kept[2]), tonumber(kept[3]), tonumber(kept[4]) })
-  end
-end
-
-local sums = windowSum(key, BUDGET_FIELDS, second, windowSeconds)
-local requests, retries = sums[1], sums[2]
-local limit = budgetLimit(ratio, minRetriesPerSecond, windowSeconds, requests)
-
--- The fleet's p99 latency over the breaker window; 0 while nothing is known.
-local function fleetP99()
-  return latencyQuantile(windowSum(KEYS[3], LATENCY_FIELDS, second, tonumber(ARGV[8])), 0.99) or 0
-end
-
-local code = CODE.granted
-if blocksCalls(breaker.state) then
-  code = CODE.breaker_open
-elseif deadlineMs >= 0 and delayMs + fleetP99() > deadlineMs then
-  code = CODE.deadline_exceeded
-elseif retries + 1 > limit then
-  code = CODE.budget_exhausted
-else
-  windowAdd(key, BUDGET_FIELDS, { 0, 1 }, second, windowSeconds)
-  retries = retries + 1
-  if requestId ~= '' then
-    rcall('HSET', requestKey, 'rt', retries, 'rq', requests, 'lim', limit, 'd', delayMs)
-    rcall('PEXPIRE', requestKey, tonumber(ARGV[10]))
-  end
-end
-return breakerReply(breaker, { code, retries, requests, limit, delayMs })
+local dep = {
+  budgetKey = KEYS[1],
+  latencyKey = KEYS[3],
+  ratio = tonumber(ARGV[1]),
+  minRetriesPerSecond = tonumber(ARGV[2]),
+  windowSeconds = tonumber(ARGV[3]),
+  latencyWindowSeconds = tonumber(ARGV[8]),
+  keepMs = tonumber(ARGV[10]),
+  second = second,
+  nowMs = nowMs,
+  breaker = breakerNow(KEYS[2], nowMs, ARGV[6], ARGV[7]),
+}
+return breakerReply(dep.breaker, retryAsk(dep, tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[9], KEYS[4]))

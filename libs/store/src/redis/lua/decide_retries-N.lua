@@ -1,0 +1,63 @@
+--[[
+  Decides k retry asks for one dependency, in order, exactly as k calls of decide_retry-4.lua
+  would (each ask is includes/retry_ask.lua's decision, seeing the grants of the asks before it):
+  the breaker is settled once, then each ask meets the kept grant of its request id, the breaker,
+  the deadline and the budget. N in the file name: the key count is 3 + k, given by the caller.
+
+  Input:
+    KEYS[1] budget window hash
+    KEYS[2] breaker hash
+    KEYS[3] latency window hash
+    KEYS[3 + i] ask i's request id grant hash (never touched when its request id is '')
+    ARGV[1] ratio
+    ARGV[2] minRetriesPerSecond
+    ARGV[3] windowSeconds
+    ARGV[4] event channel
+    ARGV[5] dependency name
+    ARGV[6] latency windowSeconds (the breaker window)
+    ARGV[7] how long a grant is kept for a repeat, ms
+    ARGV[8 + 4(i - 1)] .. ARGV[11 + 4(i - 1)] ask i's delayMs, deadlineMs (-1 when none), request id
+      ('' when none) and mode: 'd' to decide it, 'r' for an ask already denied before the store
+      (only the budget is read, as read_dependency-4.lua reads it)
+
+  Output: { <ask 1's code, retries, requests, limit, delayMs, retryAfterMs>, …, <ask k's>,
+    <breaker reply tail> }: six values per ask as decide_retry-4.lua answers them (code 0 for a read),
+    then the breaker.
+]]
+local rcall = redis.call
+--- @include "codes"
+--- @include "clock"
+--- @include "window"
+--- @include "budget"
+--- @include "breaker"
+--- @include "latency"
+--- @include "retry_after"
+--- @include "retry_ask"
+
+local second, nowMs = serverTime()
+local dep = {
+  budgetKey = KEYS[1],
+  latencyKey = KEYS[3],
+  ratio = tonumber(ARGV[1]),
+  minRetriesPerSecond = tonumber(ARGV[2]),
+  windowSeconds = tonumber(ARGV[3]),
+  latencyWindowSeconds = tonumber(ARGV[6]),
+  keepMs = tonumber(ARGV[7]),
+  second = second,
+  nowMs = nowMs,
+  breaker = breakerNow(KEYS[2], nowMs, ARGV[4], ARGV[5]),
+}
+local reply = {}
+for i = 1, #KEYS - 3 do
+  local at = 8 + 4 * (i - 1)
+  local decision
+  if ARGV[at + 3] == 'r' then
+    decision = retryBudgetRead(dep)
+  else
+    decision = retryAsk(dep, tonumber(ARGV[at]), tonumber(ARGV[at + 1]), ARGV[at + 2], KEYS[3 + i])
+  end
+  for _, value in ipairs(decision) do
+    reply[#reply + 1] = value
+  end
+end
+return breakerReply(dep.breaker, reply)

@@ -1,0 +1,70 @@
+--[[
+  One retry ask, as decide_retry-4.lua and decide_retries-N.lua decide it, so a batch answers
+  exactly what the same asks one by one would: the kept grant of a repeated request id; else the
+  breaker, the deadline (the delay plus the fleet's p99 must fit in it), then the budget. A grant is
+  counted and, with a request id, kept (fields rt, rq, lim, d: the budget after it and its delay).
+  Needs the includes codes, window, budget, breaker, latency and retry_after before it.
+
+  `dep` is the dependency as the script sees it: budgetKey, latencyKey, ratio, minRetriesPerSecond,
+  windowSeconds, latencyWindowSeconds, keepMs, second, nowMs and breaker (breakerNow's); the
+  function caches the window's sums and p99 in it between asks.
+  Returns { code, retries, requests, limit, delayMs, retryAfterMs (-1: none or unknown) }.
+
+  retryBudgetRead(dep) answers an ask decided before the store (not_retriable, max_attempts, …):
+  { 0, retries, requests, limit, 0, -1 }, the budget as read_dependency-4.lua would read it now.
+]]
+local function retryBudgetSums(dep)
+  if not dep.sums then
+    dep.sums = windowSum(dep.budgetKey, BUDGET_FIELDS, dep.second, dep.windowSeconds)
+  end
+  return dep.sums
+end
+
+local function retryBudgetRead(dep)
+  local sums = retryBudgetSums(dep)
+  return { 0, sums[2], sums[1], budgetLimit(dep.ratio, dep.minRetriesPerSecond, dep.windowSeconds, sums[1]), 0, -1 }
+end
+
+local function retryAsk(dep, delayMs, deadlineMs, requestId, requestKey)
+  if requestId ~= '' then
+    local kept = rcall('HMGET', requestKey, 'rt', 'rq', 'lim', 'd')
+    if kept[1] then
+      return { CODE.granted, tonumber(kept[1]), tonumber(kept[2]), tonumber(kept[3]), tonumber(kept[4]), -1 }
+    end
+  end
+  local requests, retries = retryBudgetSums(dep)[1], dep.sums[2]
+  local limit = budgetLimit(dep.ratio, dep.minRetriesPerSecond, dep.windowSeconds, requests)
+  local code, retryAfterMs = CODE.granted, -1
+  if blocksCalls(dep.breaker.state) then
+    code = CODE.breaker_open
+    if dep.breaker.openUntil then
+      retryAfterMs = math.max(dep.breaker.openUntil - dep.nowMs, 0)
+    end
+  else
+    if deadlineMs >= 0 and not dep.p99 then
+      -- The fleet's p99 latency over the breaker window; 0 while nothing is known.
+      local sums = windowSum(dep.latencyKey, LATENCY_FIELDS, dep.second, dep.latencyWindowSeconds)
+      dep.p99 = latencyQuantile(sums, 0.99) or 0
+    end
+    if deadlineMs >= 0 and delayMs + dep.p99 > deadlineMs then
+      code = CODE.deadline_exceeded
+    elseif retries + 1 > limit then
+      code = CODE.budget_exhausted
+      if not dep.budgetRetryAfterMs then
+        dep.budgetRetryAfterMs = budgetRetryAfterMs(
+          dep.budgetKey, dep.ratio, dep.minRetriesPerSecond, dep.windowSeconds, dep.second, dep.nowMs)
+      end
+      retryAfterMs = dep.budgetRetryAfterMs
+    else
+      windowAdd(dep.budgetKey, BUDGET_FIELDS, { 0, 1 }, dep.second, dep.windowSeconds)
+      retries = retries + 1
+      dep.sums[2] = retries
+      dep.budgetRetryAfterMs = nil
+      if requestId ~= '' then
+        rcall('HSET', requestKey, 'rt', retries, 'rq', requests, 'lim', limit, 'd', delayMs)
+        rcall('PEXPIRE', requestKey, dep.keepMs)
+      end
+    end
+  end
+  return { code, retries, requests, limit, delayMs, retryAfterMs }
+end
