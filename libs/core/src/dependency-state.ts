@@ -74,9 +74,13 @@ export function createDependencyState(): DependencyState {
   };
 }
 
-/** The breaker with its time-based transitions made and kept (breakerNow() in the Lua include). */
+/**
+ * The breaker with its time-based transitions made and kept (breakerNow() in the Lua include); a
+ * forced state that lapsed into closed starts from a fresh window, as every entry into closed does.
+ */
 export function settleBreaker(state: DependencyState, now: number): BreakerMachine {
   const machine = new BreakerMachine(state.breaker).settle(now);
+  if (machine.transitions.some(({ to }) => to === 'closed' || to === 'open')) clearBreakerWindow(state);
   commitBreaker(state, machine);
   return machine;
 }

@@ -63,6 +63,15 @@ export function describeEdgeConformance(label: string, open: () => Promise<EdgeS
       return Promise.all(Array.from({ length: count }, () => store.takeRateLimit(ref, policy, cost)));
     };
 
+    const admit = (ref: DependencyRef, limits: { rateLimit?: RateLimitPolicy; concurrency?: ConcurrencyPolicy } = {}) =>
+      store.admit(ref, {
+        breaker: TRIPPING,
+        probeToken: `probe-${++sequence}`,
+        rateLimit: limits.rateLimit ?? null,
+        cost: 1,
+        concurrency: limits.concurrency ?? null,
+        leaseId: `lease-${++sequence}`,
+      });
     describe('GCRA at fractional intervals', () => {
       it('grants both of two simultaneous takes at 6/s with a burst of 2, every time', async () => {
         const runs = await Promise.all(
@@ -106,18 +115,6 @@ export function describeEdgeConformance(label: string, open: () => Promise<EdgeS
     });
 
     describe('after a clock step back of an hour', () => {
-      const admit = (
-        ref: DependencyRef,
-        limits: { rateLimit?: RateLimitPolicy; concurrency?: ConcurrencyPolicy } = {},
-      ) =>
-        store.admit(ref, {
-          breaker: TRIPPING,
-          probeToken: `probe-${++sequence}`,
-          rateLimit: limits.rateLimit ?? null,
-          cost: 1,
-          concurrency: limits.concurrency ?? null,
-          leaseId: `lease-${++sequence}`,
-        });
       const openedBreaker = async () => {
         const ref = freshRef();
         const outcome = await store.recordOutcomes(ref, batch({ requests: 10, failures: 10 }), {
@@ -205,6 +202,55 @@ export function describeEdgeConformance(label: string, open: () => Promise<EdgeS
         const read = await store.readDependency(ref, { budget: BUDGET, outcomeWindowSeconds: 60 });
         expect(read.budget).toMatchObject({ requests: 0, retries: 0 });
         expect(read.outcomes).toEqual({ successes: 0, failures: 0, slow: 0 });
+      });
+    });
+
+    describe('after a forced_closed lapses', () => {
+      /** A dependency forced closed for 300 ms while 10 of 10 calls failed, then let lapse. */
+      const lapsedWithFailures = async () => {
+        const ref = freshRef();
+        await store.setBreaker(ref, { action: 'force_close', reason: 'test', durationMs: 300 });
+        const during = await store.recordOutcomes(ref, batch({ requests: 10, failures: 10 }), {
+          budgetWindowSeconds: 10,
+          breaker: TRIPPING,
+        });
+        expect(during.breaker.record.state).toBe('forced_closed');
+        await subject.pass(350);
+        return ref;
+      };
+      const report = (ref: DependencyRef) =>
+        store.recordOutcomes(ref, batch({ successes: 1 }), { budgetWindowSeconds: 10, breaker: TRIPPING });
+      const read = (ref: DependencyRef) => store.readDependency(ref, { budget: BUDGET, outcomeWindowSeconds: 10 });
+
+      it('starts from a fresh window when a report notices first', async () => {
+        const ref = await lapsedWithFailures();
+        expect((await report(ref)).breaker.record.state).toBe('closed');
+        expect((await report(ref)).breaker.record.state).toBe('closed');
+      });
+
+      it('starts from a fresh window when an admit notices first', async () => {
+        const ref = await lapsedWithFailures();
+        expect((await admit(ref)).breaker.record.state).toBe('closed');
+        expect((await report(ref)).breaker.record.state).toBe('closed');
+        expect((await read(ref)).outcomes).toEqual({ successes: 1, failures: 0, slow: 0 });
+      });
+
+      it('starts from a fresh window when a retry or a read notices first', async () => {
+        const retried = await lapsedWithFailures();
+        expect((await store.decideRetry(retried, { budget: BUDGET, delayMs: 0 })).breaker.record.state).toBe('closed');
+        expect((await report(retried)).breaker.record.state).toBe('closed');
+        const read_ = await lapsedWithFailures();
+        expect((await read(read_)).outcomes).toEqual({ successes: 0, failures: 0, slow: 0 });
+        expect((await report(read_)).breaker.record.state).toBe('closed');
+      });
+
+      it('keeps counting the window of a trip made after the lapse', async () => {
+        const ref = await lapsedWithFailures();
+        expect((await admit(ref)).breaker.record.state).toBe('closed');
+        await store.setBreaker(ref, { action: 'trip', reason: 'test' });
+        await report(ref);
+        await report(ref);
+        expect((await read(ref)).outcomes).toEqual({ successes: 2, failures: 0, slow: 0 });
       });
     });
 

@@ -33,7 +33,8 @@ local outcomeWindow = tonumber(ARGV[4])
 local second, nowMs = serverTime()
 local breaker = breakerNow(KEYS[3], nowMs, ARGV[5], ARGV[6])
 local budget = windowSum(KEYS[1], BUDGET_FIELDS, second, budgetWindow)
-local outcomes = windowSum(KEYS[2], OUTCOME_FIELDS, second, outcomeWindow)
+-- A window owed a clear (a forced state lapsed) holds nothing that counts.
+local outcomes = breaker.freshWindow and { 0, 0, 0 } or windowSum(KEYS[2], OUTCOME_FIELDS, second, outcomeWindow)
 local reply = {
   budget[2], budget[1], budgetLimit(ratio, minRetriesPerSecond, budgetWindow, budget[1]),
   outcomes[1], outcomes[2], outcomes[3],

@@ -68,10 +68,16 @@ if requests + retries > 0 then
   windowAdd(KEYS[1], BUDGET_FIELDS, { requests, retries }, second, budgetWindow)
 end
 local entered = #breaker.transitions > 0 and breaker.state
+local owedClear = breaker.freshWindow
+breaker.freshWindow = false
 if entered == 'closed' or entered == 'open' then
   -- A breaker that just closed or reopened starts from a fresh window (latency is kept).
   rcall('DEL', KEYS[2], KEYS[4], KEYS[5])
 else
+  if owedClear then
+    -- It closed (a forced state lapsed) in a script that could not clear the window.
+    rcall('DEL', KEYS[2], KEYS[4], KEYS[5])
+  end
   windowPrune(KEYS[2], OUTCOME_FIELDS, second, outcomeWindow)
   if successes + failures + slow > 0 then
     windowAdd(KEYS[2], OUTCOME_FIELDS, { successes, failures, slow }, second, outcomeWindow)
@@ -95,7 +101,7 @@ rcall('ZADD', KEYS[7], nowMs, reporter)
 rcall('PEXPIRE', KEYS[7], budgetWindow * 1000 + 2000)
 local reporters = rcall('ZCARD', KEYS[7])
 
-if #breaker.transitions > 0 or breaker.state == 'half_open' or breaker.clamped then
+if #breaker.transitions > 0 or breaker.state == 'half_open' or breaker.clamped or owedClear then
   breakerSave(KEYS[3], breaker, nowMs)
 end
 breakerPublish(ARGV[3], ARGV[4], breaker)

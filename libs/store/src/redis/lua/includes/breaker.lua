@@ -1,7 +1,8 @@
 --[[
   The circuit breaker state machine; twin of libs/core BreakerMachine. A record is a hash with
-  fields state, since, openUntil, opens, successes, reason. Transitions are collected in a list
-  and published on the dependency's event channel when the script ends.
+  fields state, since, openUntil, opens, successes, reason and fw (1: the window is owed a clear).
+  Transitions (from, to, since, openUntil, reason) are collected in a list and published on the
+  dependency's event channel when the script ends.
 ]]
 local BREAKER_EPSILON = 1e-9
 
@@ -10,7 +11,7 @@ local BREAKER_EPSILON = 1e-9
 -- maxOpenMs, halfOpenProbes, closeAfterSuccesses, probeLeaseMs, minReporters.
 
 local function breakerLoad(key)
-  local v = rcall('HMGET', key, 'state', 'since', 'openUntil', 'opens', 'successes', 'reason')
+  local v = rcall('HMGET', key, 'state', 'since', 'openUntil', 'opens', 'successes', 'reason', 'fw')
   return {
     state = v[1] or 'closed',
     since = tonumber(v[2]),
@@ -18,6 +19,9 @@ local function breakerLoad(key)
     opens = tonumber(v[4]) or 0,
     successes = tonumber(v[5]) or 0,
     reason = v[6] or nil,
+    -- A forced state lapsed into closed in a script without the window's keys: the window is
+    -- stale, and record_outcomes clears it before it next counts (read_dependency reads it as empty).
+    freshWindow = v[7] == '1',
     transitions = {},
   }
 end
@@ -27,6 +31,8 @@ local function breakerMove(b, to, since, openUntil, opens, successes, reason)
     b.transitions[#b.transitions + 1] = { b.state, to, since, openUntil, reason }
   end
   b.state, b.since, b.openUntil, b.opens, b.successes, b.reason = to, since, openUntil, opens, successes, reason
+  -- Every script that moves the breaker clears the window itself, but breakerSettle's lapse.
+  b.freshWindow = false
 end
 
 -- Transitions that time alone causes: open -> half_open, a forced state lapsing -> closed. A
@@ -43,6 +49,7 @@ local function breakerSettle(b, nowMs)
     breakerMove(b, 'half_open', b.openUntil, nil, b.opens, 0, nil)
   elseif (b.state == 'forced_open' or b.state == 'forced_closed') and b.openUntil and nowMs >= b.openUntil then
     breakerMove(b, 'closed', b.openUntil, nil, 0, 0, nil)
+    b.freshWindow = true
   end
 end
 
@@ -77,6 +84,11 @@ local function breakerSave(key, b, nowMs)
     else
       rcall('HDEL', key, field)
     end
+  end
+  if b.freshWindow then
+    rcall('HSET', key, 'fw', 1)
+  else
+    rcall('HDEL', key, 'fw')
   end
   if (b.state == 'forced_open' or b.state == 'forced_closed') and not b.openUntil then
     rcall('PERSIST', key)
