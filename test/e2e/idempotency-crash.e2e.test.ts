@@ -188,6 +188,7 @@ describe('idempotency crash recovery with a holder process that is really killed
       token: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/),
       recovered: true,
       leaseExpiresAt: expect.any(Number),
+      durable: false,
     });
     const token = successor.json().token as string;
     expect(token).not.toBe(claimed.token);

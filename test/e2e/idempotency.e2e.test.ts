@@ -50,6 +50,7 @@ describe.each([
       token: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/),
       recovered: false,
       leaseExpiresAt: expect.any(Number),
+      durable: false,
     });
     const second = await claim(key).expect(409);
     expect(second.headers['retry-after']).toBe('1');

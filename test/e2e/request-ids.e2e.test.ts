@@ -136,6 +136,7 @@ describe.each([
         token: expect.any(String),
         recovered: false,
         leaseExpiresAt: expect.any(Number),
+        durable: false,
       });
       const repeat = await post(path(key), claim).expect(201);
       expect(repeat.body).toEqual({ ...first.body, resumed: true });

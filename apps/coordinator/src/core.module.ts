@@ -1,11 +1,13 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { BreakerMetrics } from './breakers/breaker-metrics';
+import { ForcedStates } from './breakers/forced-states';
 import type { SluiceConfig } from './config/config';
 import { ConfigModule } from './config/config.module';
 import { DependencyRegistry } from './dependencies/dependency-registry.service';
 import { MetricsService } from './metrics/metrics.service';
 import type { PoliciesFile } from './policies/policies-file';
 import { POLICIES_FILE, PolicyService } from './policies/policy.service';
+import { ResetWatcher } from './store/reset-watcher';
 import { StoreLifecycle } from './store/store-lifecycle';
 import { STORE, storeProvider } from './store/store.provider';
 
@@ -15,8 +17,9 @@ export interface CoreModuleOptions {
 }
 
 /**
- * What every feature shares: the validated configuration, the store (and its lifecycle), the
- * metrics, the effective policies and the registry of known dependencies. Global, so a feature
+ * What every feature shares: the validated configuration, the store (its lifecycle, and the
+ * watch for a store that lost its data), the metrics, the effective policies, the forced breaker
+ * states this instance knows and the registry of known dependencies. Global, so a feature
  * module lists only its own controllers and providers.
  */
 @Global()
@@ -29,13 +32,24 @@ export class CoreModule {
       providers: [
         storeProvider,
         StoreLifecycle,
+        ResetWatcher,
         MetricsService,
+        ForcedStates,
         BreakerMetrics,
         DependencyRegistry,
         PolicyService,
         { provide: POLICIES_FILE, useValue: policies },
       ],
-      exports: [STORE, MetricsService, BreakerMetrics, DependencyRegistry, PolicyService, POLICIES_FILE],
+      exports: [
+        STORE,
+        MetricsService,
+        ResetWatcher,
+        ForcedStates,
+        BreakerMetrics,
+        DependencyRegistry,
+        PolicyService,
+        POLICIES_FILE,
+      ],
     };
   }
 }

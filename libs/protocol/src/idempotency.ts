@@ -32,6 +32,13 @@ export interface IdempotencyClaimed {
   /** True when this answers a repeat of the caller's own claim (same `claimId`): the same token again. */
   resumed?: boolean;
   leaseExpiresAt: number;
+  /**
+   * True when the key's completion (PUT) will be acknowledged only once a replica of the store holds
+   * it as well (`SLUICE_DURABILITY`), so a store failover cannot lose it; false when a store that
+   * loses its data (a restart without persistence, a failover without a replica) forgets it and
+   * the key becomes new again.
+   */
+  durable: boolean;
 }
 
 /** 200: the work was done; here is its response. */
@@ -69,6 +76,9 @@ export interface IdempotencyKeyView {
   leaseExpiresAt?: number;
   completedAt?: number;
 }
+
+/** Response header of PUT /v1/{ns}/idempotency/{key}: `true` when a replica of the store holds the completion too. */
+export const DURABLE_HEADER = 'sluice-durable';
 
 /** Response header set on a replayed response by the SDK's server-side middleware. */
 export const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';

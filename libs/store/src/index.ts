@@ -4,4 +4,5 @@ export * from './keys';
 export * from './request-outcomes';
 export * from './redis/connection';
 export * from './redis/redis-store';
+export { DURABILITIES, type Durability } from './redis/replica-writes';
 export * from './memory/memory-store';

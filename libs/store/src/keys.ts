@@ -59,6 +59,9 @@ export interface QueueKeys {
   deadLetterIndex: string;
 }
 
+/** The start of the hash tag of the store's epoch markers: `{~epoch/<shard>}`. */
+export const STORE_EPOCH_TAG = '~epoch/';
+
 export class SluiceKeys {
   constructor(readonly prefix = 'sluice') {}
 
@@ -123,6 +126,15 @@ export class SluiceKeys {
   /** Sorted set: the namespaces that hold state, scored by last use (epoch ms); its own slot. */
   namespaces(): string {
     return `${this.prefix}:namespaces`;
+  }
+
+  /**
+   * String: the epoch marker of one shard of the store (redis/store-epoch.ts). `shard` picks the
+   * hash tag, so on a Cluster one marker lives on each master; `~` is in no name, so the tag is no
+   * resource's.
+   */
+  storeEpoch(shard: string): string {
+    return `${this.prefix}:{${STORE_EPOCH_TAG}${shard}}:epoch`;
   }
 
   /** Stream: the audit log of operators' actions, every namespace. */

@@ -8,6 +8,7 @@ import type { IdempotencyStore } from './roles/idempotency';
 import type { LimitStore } from './roles/limits';
 import type { PolicyStore } from './roles/policies';
 import type { RegistryStore } from './roles/registry';
+import type { ResetStore } from './roles/resets';
 
 export * from './roles/audit';
 export * from './roles/breakers';
@@ -20,6 +21,7 @@ export * from './roles/idempotency';
 export * from './roles/limits';
 export * from './roles/policies';
 export * from './roles/registry';
+export * from './roles/resets';
 
 /**
  * The seam between Sluice's features and its state, as the intersection of its roles (each in
@@ -36,7 +38,8 @@ export type Store = StoreConnection &
   AuditStore &
   EventStore &
   IdempotencyStore &
-  DeliveryStore;
+  DeliveryStore &
+  ResetStore;
 
 /** The operations of a Store, each a role's method: what a backend composes from its per-domain parts. */
 export type StoreOperations = Omit<Store, 'kind'>;

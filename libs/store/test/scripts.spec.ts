@@ -32,6 +32,8 @@ const CALLED: Record<ScriptName, true> = {
   redrive_dead_letter: true,
   purge_dead_letter: true,
   count_dead_letters: true,
+  read_store_epoch: true,
+  reassert_breaker: true,
 };
 
 const LUA_DIR = join(__dirname, '../src/redis/lua');

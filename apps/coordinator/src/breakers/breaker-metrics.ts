@@ -3,19 +3,23 @@ import { BREAKER_STATES } from '@sluice/protocol';
 import type { BreakerSnapshot, DependencyRef } from '@sluice/store';
 import { DependencyRegistry } from '../dependencies/dependency-registry.service';
 import { MetricsService } from '../metrics/metrics.service';
+import { ForcedStates } from './forced-states';
 
 /**
  * Keeps sluice_breaker_state and sluice_breaker_transitions_total in step with every breaker seen
- * of a registered dependency (a breaker of a name nobody registered has no state to show).
+ * of a registered dependency (a breaker of a name nobody registered has no state to show), and
+ * shows every breaker seen to the forced states this instance remembers.
  */
 @Injectable()
 export class BreakerMetrics {
   constructor(
     private readonly metrics: MetricsService,
     private readonly registry: DependencyRegistry,
+    private readonly forcedStates: ForcedStates,
   ) {}
 
   observe(ref: DependencyRef, snapshot: BreakerSnapshot): void {
+    this.forcedStates.observe(ref, snapshot.record);
     if (!this.registry.isRegistered(ref)) return;
     const labels = { namespace: ref.namespace, dependency: ref.dependency };
     for (const transition of snapshot.transitions) {

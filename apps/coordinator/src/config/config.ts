@@ -1,6 +1,6 @@
 import { plainToInstance } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
-import { splitHostPort } from '@sluice/store';
+import { DURABILITIES, splitHostPort, type Durability } from '@sluice/store';
 import { ConfigError } from './config-error';
 import { parseTokens, readTokensFile, type TokenDefinition } from './tokens';
 
@@ -29,6 +29,8 @@ export interface SluiceConfig {
   maxEventLoopDelayMs: number;
   /** Past this many client requests in progress, more are shed as `overloaded`; 0: no cap. */
   maxInFlight: number;
+  /** Which idempotency completions wait for a replica: `auto` (unset) those whose shard has one. */
+  durability?: Durability;
 }
 
 /** The environment as class-validator sees it: property names are the variables' names. */
@@ -109,6 +111,10 @@ class Environment {
   @Min(0)
   @Max(1_000_000)
   SLUICE_MAX_IN_FLIGHT?: number;
+
+  @IsOptional()
+  @IsIn(DURABILITIES)
+  SLUICE_DURABILITY?: Durability;
 }
 
 const VARIABLE_NAMES = [
@@ -127,6 +133,7 @@ const VARIABLE_NAMES = [
   'SLUICE_MAX_NAMESPACES',
   'SLUICE_MAX_EVENT_LOOP_DELAY_MS',
   'SLUICE_MAX_IN_FLIGHT',
+  'SLUICE_DURABILITY',
 ] as const;
 const INTEGER_VARIABLES = [
   'SLUICE_PORT',
@@ -181,6 +188,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SluiceConfig {
     maxNamespaces: environment.SLUICE_MAX_NAMESPACES ?? 1000,
     maxEventLoopDelayMs: environment.SLUICE_MAX_EVENT_LOOP_DELAY_MS ?? 1000,
     maxInFlight: environment.SLUICE_MAX_IN_FLIGHT ?? 5000,
+    durability: environment.SLUICE_DURABILITY ?? 'auto',
   };
 }
 

@@ -1,7 +1,12 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { MAX_STORED_RESPONSE_BYTES, type IdempotencyClaimResponse, type IdempotencyKeyView } from '@sluice/protocol';
+import {
+  DURABLE_HEADER,
+  MAX_STORED_RESPONSE_BYTES,
+  type IdempotencyClaimResponse,
+  type IdempotencyKeyView,
+} from '@sluice/protocol';
 import { ClientRoute, ERRORS, notFound, RETRY_AFTER, sizeOf, type ErrorDoc } from '../openapi/routes';
 import { TAGS } from '../openapi/tags';
 import { ClaimRequestDto, CompleteRequestDto, IdempotencyParams, ReleaseQueryDto } from './idempotency.dto';
@@ -74,7 +79,9 @@ export class IdempotencyController {
     summary: 'Store the response of a claimed key',
     description:
       'Completes the claim: the response is kept, byte for byte, until the key expires, and replayed to every ' +
-      'later claim.',
+      'later claim. The `sluice-durable` header says whether a replica of the store holds it too; when the ' +
+      'store waits for a replica on this key (the claim said `durable: true`) and none acknowledged in time, ' +
+      'the answer is 503 `store_unavailable` and a PUT again with the same token waits again.',
     responses: [{ status: 204, description: 'Stored.' }],
     errors: [
       LEASE_LOST,
@@ -90,8 +97,13 @@ export class IdempotencyController {
       },
     ],
   })
-  complete(@Param() params: IdempotencyParams, @Body() body: CompleteRequestDto): Promise<void> {
-    return this.idempotency.complete(refOf(params), body);
+  async complete(
+    @Param() params: IdempotencyParams,
+    @Body() body: CompleteRequestDto,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<void> {
+    const { durable } = await this.idempotency.complete(refOf(params), body);
+    reply.header(DURABLE_HEADER, String(durable));
   }
 
   @Delete()

@@ -57,14 +57,18 @@ export class IdempotencyService {
       case 'claimed':
       case 'recovered': {
         count(outcome.outcome);
+        const { leaseExpiresAt, durable } = outcome;
         const recovered = outcome.outcome === 'recovered';
-        return { status: 201, body: { state: 'claimed', token, recovered, leaseExpiresAt: outcome.leaseExpiresAt } };
+        return { status: 201, body: { state: 'claimed', token, recovered, leaseExpiresAt, durable } };
       }
       case 'resumed': {
         // The caller's own claim again (its answer was lost): the token it won, nothing changed.
         count('resumed');
-        const { token: held, recovered, leaseExpiresAt } = outcome;
-        return { status: 201, body: { state: 'claimed', token: held, recovered, resumed: true, leaseExpiresAt } };
+        const { token: held, recovered, leaseExpiresAt, durable } = outcome;
+        return {
+          status: 201,
+          body: { state: 'claimed', token: held, recovered, resumed: true, leaseExpiresAt, durable },
+        };
       }
       case 'completed':
         count('replayed');
@@ -89,7 +93,8 @@ export class IdempotencyService {
     }
   }
 
-  async complete(ref: IdempotencyRef, request: IdempotencyCompleteRequest): Promise<void> {
+  /** Stores the response; resolves whether a replica holds it too (the store's durability). */
+  async complete(ref: IdempotencyRef, request: IdempotencyCompleteRequest): Promise<{ durable: boolean }> {
     const { status, headers, body, bodyEncoding } = request.response;
     const response: StoredResponse = { status, headers, body, bodyEncoding };
     const problems = storedResponseProblems(response);
@@ -102,6 +107,8 @@ export class IdempotencyService {
       response: JSON.stringify(response),
     });
     if (outcome === 'lease_lost') throw leaseLost();
+    if (outcome === 'not_replicated') throw notReplicated();
+    return { durable: outcome === 'replicated' };
   }
 
   async release(ref: IdempotencyRef, token: string): Promise<void> {
@@ -114,6 +121,20 @@ export class IdempotencyService {
     return record;
   }
 }
+
+/**
+ * The store waits for a replica on this key and none acknowledged the completion in time: it is
+ * stored on the primary only, and a PUT again with the same token waits again (and answers 204
+ * once a replica holds it). Not a 204, so a failover cannot lose a completion that was acknowledged.
+ */
+const notReplicated = (): ApiError =>
+  new ApiError(
+    503,
+    'store_unavailable',
+    'no replica of the store acknowledged the completion in time; PUT it again with the same token',
+    undefined,
+    { 'retry-after': '1' },
+  );
 
 const leaseLost = (): ApiError =>
   new ApiError(409, 'lease_lost', 'the token does not hold this key: it was taken over, completed or released', [

@@ -122,6 +122,12 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly storeResets = new Counter({
+    name: 'sluice_store_resets_total',
+    help: 'Store resets this instance saw: a shard of the store came back without its data (its epoch marker was gone).',
+    registers: [this.registry],
+  });
+
   readonly overloadRejections = new Counter({
     name: 'sluice_overload_rejections_total',
     help: 'Client requests shed as overloaded before any work, by reason (event_loop_delay, in_flight).',

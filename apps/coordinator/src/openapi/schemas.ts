@@ -336,6 +336,10 @@ const IdempotencyClaimedSchema = objectSchema<IdempotencyClaimed>({
     boolean('True when this answers a repeat of the caller\u2019s own claim (same `claimId`): the same token.'),
   ),
   leaseExpiresAt: instant('When this claim\u2019s lease runs out and another request may take the key over'),
+  durable: boolean(
+    'True when the completion (PUT) is acknowledged only once a replica of the store holds it too ' +
+      '(`SLUICE_DURABILITY`); false when a store that loses its data forgets it and the key becomes new again.',
+  ),
 });
 
 const IdempotencyCompletedSchema = objectSchema<IdempotencyCompleted>({

@@ -2,10 +2,12 @@ import {
   Inject,
   Injectable,
   Logger,
+  Optional,
   type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import type { PolicyDocumentRef, Store } from '@sluice/store';
+import { ResetWatcher } from '../store/reset-watcher';
 import { STORE } from '../store/store.provider';
 import type { PoliciesFile } from './policies-file';
 import { policyTargetLabel } from './policy-target';
@@ -53,10 +55,12 @@ export function seedDocuments(file: PoliciesFile): SeedDocument[] {
  * the store holds none (`ifAbsent`), so after the first boot the admin API is the source of truth
  * and a restart never undoes an operator's change. If the store is unreachable, boot goes on and
  * seeding is retried in the background with capped backoff until it succeeds or the app stops.
+ * After a store reset (ResetWatcher) the whole file is seeded again at once, without a restart.
  */
 @Injectable()
 export class PolicySeeder implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Policies');
+  private readonly documents: SeedDocument[];
   private pending: SeedDocument[];
   private timer?: NodeJS.Timeout;
   private failures = 0;
@@ -66,8 +70,11 @@ export class PolicySeeder implements OnApplicationBootstrap, BeforeApplicationSh
     @Inject(POLICIES_FILE) file: PoliciesFile,
     @Inject(STORE) private readonly store: Store,
     private readonly policies: PolicyService,
+    @Optional() watcher?: ResetWatcher,
   ) {
-    this.pending = seedDocuments(file);
+    this.documents = seedDocuments(file);
+    this.pending = this.documents;
+    watcher?.onReset(() => this.reseed());
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -86,6 +93,15 @@ export class PolicySeeder implements OnApplicationBootstrap, BeforeApplicationSh
   beforeApplicationShutdown(): void {
     this.stopped = true;
     clearTimeout(this.timer);
+  }
+
+  /** Seeds every document of the file again, now (the store lost them); failures are retried as at boot. */
+  async reseed(): Promise<void> {
+    if (this.documents.length === 0 || this.stopped) return;
+    clearTimeout(this.timer);
+    this.pending = this.documents;
+    this.failures = 0;
+    await this.attempt();
   }
 
   /** True once every document of the file is in the store (seeded now, or kept). */

@@ -34,6 +34,8 @@ const OPERATIONS: Record<StoreOperation, true> = {
   redriveDeadLetter: true,
   purgeDeadLetter: true,
   countDeadLetters: true,
+  readStoreEpochs: true,
+  reassertBreaker: true,
   ping: true,
 };
 

@@ -32,7 +32,13 @@ export function createStore(config: SluiceConfig, logger = new Logger('Store')):
         ? `state in Redis Cluster (${config.redisClusterNodes.join(', ')})`
         : `state in Redis at ${redactUrl(config.redisUrl ?? '')}`,
     );
-    return new RedisStore({ client, subscriber, keys, timeoutMs: config.storeTimeoutMs });
+    return new RedisStore({
+      client,
+      subscriber,
+      keys,
+      timeoutMs: config.storeTimeoutMs,
+      durability: config.durability,
+    });
   }
   logger.warn(
     'SLUICE_REDIS_URL is not set: running on the embedded single-process store. ' +

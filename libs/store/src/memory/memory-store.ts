@@ -12,6 +12,7 @@ import { memoryIdempotency } from './idempotency';
 import { memoryLimits } from './limits';
 import { memoryPolicies } from './policies';
 import { memoryRegistry } from './registry';
+import { memoryResets } from './resets';
 import { memoryRetryBatches } from './retry-batches';
 
 /**
@@ -35,6 +36,7 @@ export class MemoryStore extends ComposedStore implements Store {
       ...memoryEvents(context),
       ...memoryIdempotency(context),
       ...memoryDeliveries(context),
+      ...memoryResets(context),
       ping: async () => undefined,
       waitUntilReady: async () => undefined,
       close: async () => context.channels.clear(),

@@ -41,10 +41,37 @@ export function createRedisClient(options: RedisConnectionOptions): RedisClient 
       enableAutoPipelining: true,
       clusterRetryStrategy: (attempt) => Math.min(50 * attempt, 500),
       slotsRefreshTimeout: Math.max(1000, options.commandTimeoutMs),
+      ...clusterRedirections(options.commandTimeoutMs),
     });
   }
   if (!options.url) throw new Error('A Redis URL or cluster nodes are required');
   return new Redis(options.url, redisOptions);
+}
+
+/** How often a Cluster client reads the slot map anew, so a promoted replica serves its slots within this. */
+export const CLUSTER_SLOTS_REFRESH_MS = 1000;
+
+/**
+ * What a Cluster client does with a command Redis did not run, so no retry outlives the reply
+ * deadline (a call already answered 503 must not change state afterwards):
+ * - CLUSTERDOWN (the slot has no master: a failover is under way) and a closed connection (the
+ *   command may or may not have run on a master that died) are never sent again: the call fails
+ *   at once, and the caller asks again with the same id;
+ * - MOVED and ASK (the command was not run; another node owns the slot) are followed at once, and
+ *   TRYAGAIN (a slot being migrated) after a tenth of the timeout, at most three times in all, so
+ *   every resend is written well within the timeout.
+ * The slot map is refreshed every CLUSTER_SLOTS_REFRESH_MS, so the slots of a failed master are
+ * served again about a second after its replica is promoted.
+ */
+export function clusterRedirections(commandTimeoutMs: number) {
+  return {
+    retryDelayOnClusterDown: 0,
+    retryDelayOnFailover: 0,
+    retryDelayOnMoved: 0,
+    retryDelayOnTryAgain: Math.max(1, Math.floor(commandTimeoutMs / 10)),
+    maxRedirections: 3,
+    slotsRefreshInterval: CLUSTER_SLOTS_REFRESH_MS,
+  } as const;
 }
 
 /**

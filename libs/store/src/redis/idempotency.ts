@@ -1,16 +1,21 @@
 import type { SluiceKeys } from '../keys';
 import type { IdempotencyRef, IdempotencyStore } from '../roles/idempotency';
+import type { ReplicaWrites } from './replica-writes';
 import { scriptOutcome } from './script-codes';
 import type { ScriptRunner } from './script-runner';
 
-/** Idempotency keys, one hash each: the *_idempotency_key-1.lua scripts. */
-export function redisIdempotency(scripts: ScriptRunner, keys: SluiceKeys): IdempotencyStore {
+/**
+ * Idempotency keys, one hash each: the *_idempotency_key-1.lua scripts. A completion of a key whose
+ * shard the deployment keeps on a replica (`replicas`) is acknowledged only once a replica holds it.
+ */
+export function redisIdempotency(scripts: ScriptRunner, keys: SluiceKeys, replicas: ReplicaWrites): IdempotencyStore {
   const record = (ref: IdempotencyRef) => keys.idempotency(ref.namespace, ref.key).record;
   return {
     async claimIdempotencyKey(ref, claim) {
+      const key = record(ref);
       const [code, value, token, recovered] = await scripts.run(
         'claim_idempotency_key',
-        record(ref),
+        key,
         claim.fingerprint,
         claim.token,
         claim.leaseMs,
@@ -25,12 +30,13 @@ export function redisIdempotency(scripts: ScriptRunner, keys: SluiceKeys): Idemp
         'mismatch',
         'resumed',
       ]);
+      const durable = replicas.waitsFor(key);
       switch (outcome) {
         case 'resumed':
-          return { outcome, token, leaseExpiresAt: Number(value), recovered: recovered === 1 };
+          return { outcome, token, leaseExpiresAt: Number(value), recovered: recovered === 1, durable };
         case 'claimed':
         case 'recovered':
-          return { outcome, leaseExpiresAt: Number(value) };
+          return { outcome, leaseExpiresAt: Number(value), durable };
         case 'completed':
           return { outcome, response: String(value) };
         case 'in_flight':
@@ -41,8 +47,16 @@ export function redisIdempotency(scripts: ScriptRunner, keys: SluiceKeys): Idemp
     },
 
     async completeIdempotencyKey(ref, completion) {
-      const code = await scripts.run('complete_idempotency_key', record(ref), completion.token, completion.response);
-      return scriptOutcome('complete_idempotency_key', code, ['completed', 'lease_lost']);
+      const key = record(ref);
+      const args = [key, completion.token, completion.response] as const;
+      if (!replicas.waitsFor(key)) {
+        const code = await scripts.run('complete_idempotency_key', ...args);
+        return scriptOutcome('complete_idempotency_key', code, ['completed', 'lease_lost']);
+      }
+      const { reply, replicated } = await replicas.run('complete_idempotency_key', ...args);
+      const outcome = scriptOutcome('complete_idempotency_key', reply, ['completed', 'lease_lost']);
+      if (outcome === 'lease_lost') return outcome;
+      return replicated ? 'replicated' : 'not_replicated';
     },
 
     async releaseIdempotencyKey(ref, token) {

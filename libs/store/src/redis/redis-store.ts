@@ -14,7 +14,9 @@ import { redisLimits } from './limits';
 import { redisPolicies } from './policies';
 import { redisRegistry } from './registry';
 import { redisRetryBatches } from './retry-batches';
+import { ReplicaWrites, type Durability } from './replica-writes';
 import { ScriptRunner } from './script-runner';
+import { redisResets } from './store-epoch';
 
 export interface RedisStoreOptions {
   client: RedisClient;
@@ -23,6 +25,8 @@ export interface RedisStoreOptions {
   keys?: SluiceKeys;
   /** Most time one operation may take before it fails as StoreUnavailableError. */
   timeoutMs: number;
+  /** Which idempotency completions wait for a replica (replica-writes.ts); default `auto`. */
+  durability?: Durability;
 }
 
 /**
@@ -38,6 +42,7 @@ export class RedisStore extends ComposedStore implements Store {
     const keys = options.keys ?? new SluiceKeys();
     const scripts = new ScriptRunner(client, options.timeoutMs);
     const events = options.subscriber ? new RedisEventSubscriber(options.subscriber) : undefined;
+    const replicas = new ReplicaWrites(client, options.durability ?? 'auto', options.timeoutMs);
     super({
       ...redisDecisions(scripts, keys),
       ...redisRetryBatches(scripts, keys),
@@ -47,8 +52,9 @@ export class RedisStore extends ComposedStore implements Store {
       ...redisPolicies(scripts, keys),
       ...redisAudit(scripts, keys),
       ...redisEvents(keys, events),
-      ...redisIdempotency(scripts, keys),
+      ...redisIdempotency(scripts, keys, replicas),
       ...redisDeliveries(scripts, keys),
+      ...redisResets(scripts, keys, client),
       async ping() {
         await scripts.guard(client.ping());
       },
@@ -56,6 +62,7 @@ export class RedisStore extends ComposedStore implements Store {
       async close() {
         events?.close();
         scripts.close();
+        replicas.close();
         client.disconnect();
       },
     });

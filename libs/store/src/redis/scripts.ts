@@ -39,6 +39,8 @@ export interface ScriptReplies {
   redrive_dead_letter: string | null;
   purge_dead_letter: number;
   count_dead_letters: number;
+  read_store_epoch: [epoch: string, created: number];
+  reassert_breaker: FlatReply;
 }
 
 export type ScriptName = keyof ScriptReplies;

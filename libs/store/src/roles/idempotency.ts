@@ -19,15 +19,16 @@ export interface IdempotencyClaim {
 }
 
 /**
- * What a claim found. `claimed`: the key was new; `recovered`: an in-flight key whose lease had
+ * What a claim found. `durable` (on the claims the caller holds): the key's completion will be
+ * acknowledged only once a replica holds it as well (see IdempotencyCompletionOutcome). `claimed`: the key was new; `recovered`: an in-flight key whose lease had
  * expired was taken over (with the new token); `resumed`: a repeat of the holder's own claim (same
  * `claimId`) while its lease runs, answered with the token, lease and `recovered` of that claim;
  * `completed`: the stored response (JSON text); `in_flight`: another holder's lease runs
  * `leaseRemainingMs` more; `mismatch`: the key was used with another fingerprint.
  */
 export type IdempotencyClaimOutcome =
-  | { outcome: 'claimed' | 'recovered'; leaseExpiresAt: number }
-  | { outcome: 'resumed'; token: string; leaseExpiresAt: number; recovered: boolean }
+  | { outcome: 'claimed' | 'recovered'; leaseExpiresAt: number; durable: boolean }
+  | { outcome: 'resumed'; token: string; leaseExpiresAt: number; recovered: boolean; durable: boolean }
   | { outcome: 'completed'; response: string }
   | { outcome: 'in_flight'; leaseRemainingMs: number }
   | { outcome: 'mismatch' };
@@ -38,8 +39,13 @@ export interface IdempotencyCompletion {
   response: string;
 }
 
-/** `lease_lost`: the token is not (or no longer) the key's current one. */
-export type IdempotencyCompletionOutcome = 'completed' | 'lease_lost';
+/**
+ * `completed`: stored (the store does not wait for a replica on this key); `replicated`: stored,
+ * and a replica acknowledged it; `not_replicated`: stored on the primary, but the store waits for a
+ * replica on this key and none acknowledged it within the store timeout (completing again with the
+ * same token waits again); `lease_lost`: the token is not (or no longer) the key's current one.
+ */
+export type IdempotencyCompletionOutcome = 'completed' | 'replicated' | 'not_replicated' | 'lease_lost';
 
 /** `absent`: nothing to release (the key is unknown or expired). */
 export type IdempotencyReleaseOutcome = 'released' | 'absent' | 'lease_lost';
