@@ -2,38 +2,84 @@ import { ManualClock, seededRandom } from '@sluice/core';
 import {
   DEFAULT_DEPENDENCY_POLICY,
   mergeDependencyPolicy,
+  type AdmitDecision,
   type DependencyPolicyOverride,
+  type RetryDecision,
   type RetryRequest,
 } from '@sluice/protocol';
 import { runWithContext } from './context/request-context';
+import type { RetryVerdict } from './decide/decider';
+import { FleetDecider } from './decide/fleet-decider';
+import { InsuredDecider } from './decide/insured-decider';
+import { LocalDecider } from './decide/local-decider';
 import { Dependency } from './dependency';
 import type { AttemptContext } from './execute-options';
 import type { GiveUpEvent, RetryEvent } from './policy-events';
-import { HttpStatusError, isAttemptTimeoutError, isLimitedError, type GiveUpError } from './errors';
+import {
+  CoordinatorUnavailableError,
+  HttpStatusError,
+  isAttemptTimeoutError,
+  isLimitedError,
+  type GiveUpError,
+} from './errors';
 import { EventEmitter } from './events';
 import { CoordinatorLink, silentLogger } from './fleet/coordinator-link';
 import { FleetDependency } from './fleet/fleet-dependency';
 import { LeaseKeeper } from './fleet/leases';
-import type { RetryVerdict } from './fleet/local-guard';
 import { DEPENDENCY_DEFAULTS, resolveDependencyOptions, type DependencyOptions, type FallbackMode } from './options';
-import type { AdmitVerdict, SluiceRuntime } from './runtime';
+import type { SluiceRuntime } from './runtime';
 import { TimeoutWatch } from './timeout-watch';
 import { Agents } from './transport/http';
 
 const GRANT: RetryVerdict = { allow: true, reason: 'granted', delayMs: 0 };
 const unavailable = () => Object.assign(new Error('down'), { status: 503 });
 
-/** An admit answer: granted, closed breaker, unless told otherwise. */
+/** The coordinator's admit answer, as a test writes it: granted, closed breaker, unless told otherwise. */
+interface AdmitVerdict {
+  allow: boolean;
+  reason: AdmitDecision['reason'];
+  state: AdmitDecision['breaker']['state'];
+  retryAfterMs: number;
+  probeToken?: string;
+  lease?: { id: string; expiresAt: number };
+}
+
 const admitted = (verdict: Partial<AdmitVerdict> = {}): AdmitVerdict => ({
   allow: true,
   reason: 'granted',
   state: 'closed',
   retryAfterMs: 0,
-  askedAt: Date.now(),
   ...verdict,
 });
 
-/** A policy over a scripted runtime: decisions, admissions and probes are recorded, nothing goes on the wire. */
+/** The wire answer of an admit verdict. */
+const admitDecision = (verdict: AdmitVerdict): AdmitDecision => ({
+  allow: verdict.allow,
+  reason: verdict.reason,
+  retryAfterMs: verdict.retryAfterMs,
+  breaker: { state: verdict.state },
+  ...(verdict.probeToken === undefined ? {} : { probe: { token: verdict.probeToken, expiresAt: Date.now() + 1000 } }),
+  ...(verdict.lease === undefined ? {} : { lease: verdict.lease }),
+  shadow: false,
+});
+
+/** The wire answer of a retry verdict. */
+const retryDecision = (verdict: RetryVerdict): RetryDecision => ({
+  allow: verdict.allow,
+  reason: verdict.reason as RetryDecision['reason'],
+  delayMs: verdict.delayMs,
+  budget: { retries: 0, requests: 0, limit: 10, windowSeconds: 10 },
+  breaker: verdict.breaker
+    ? { state: verdict.breaker.state, openUntil: verdict.breaker.openUntil, reason: verdict.breaker.operatorReason }
+    : { state: 'closed' },
+  ...(verdict.breaker?.retryAfterMs ? { retryAfterMs: verdict.breaker.retryAfterMs } : {}),
+  shadow: false,
+});
+
+/**
+ * A policy over the real deciders (the fleet's, insured by the local fallback) with the
+ * coordinator's answers scripted: decisions, admissions and probes are recorded, nothing goes on the wire.
+ */
 function setup(
   options: DependencyOptions = {},
   decide: (request: RetryRequest) => RetryVerdict = () => GRANT,
@@ -52,7 +98,8 @@ function setup(
   const admits: number[] = [];
   /** Lease calls, as "release <id>" and "renew <id>". */
   const leaseCalls: string[] = [];
-  const unchecked: string[] = [];
+  /** The fallback's warnings. */
+  const warnings: string[] = [];
   const timeouts = new TimeoutWatch();
   const leases = new LeaseKeeper(
     {
@@ -66,34 +113,37 @@ function setup(
     timeouts,
     1000,
   );
+  const coordinator = {
+    retry: async (_dep: string, request: RetryRequest) => {
+      const { requestId: _id, ...asks } = request;
+      asked.push(asks);
+      return retryDecision(decide(asks));
+    },
+    admit: async (_dep: string, _timeouts: unknown, cost = 1) => {
+      admits.push(cost);
+      const verdict = await (admitScript.length > 1 ? admitScript.shift() : admitScript[0]);
+      if (!verdict) throw new CoordinatorUnavailableError('down');
+      return admitDecision(verdict);
+    },
+  };
+  // Answers are waited for as long as they take: the scripts decide when they come.
+  const fleetDecider = new FleetDecider(coordinator, link, leases, clock, {
+    decisionTimeoutMs: 60_000,
+    requestTimeoutMs: 60_000,
+  });
+  const logger = { ...silentLogger, warn: (line: string) => warnings.push(line) };
+  const local = new LocalDecider(fallbackMode, link, leases, clock, seededRandom(1), logger);
   const runtime: SluiceRuntime = {
     clock,
+    realClock: false,
     random: seededRandom(1),
-    link,
     agents: new Agents(),
     timeouts,
     leases,
-    fallbackMode,
-    decideRetry: async (_dependency, request) => {
-      asked.push(request);
-      return decide(request);
-    },
-    admit: async (_dependency, cost) => {
-      admits.push(cost);
-      const verdict = await (admitScript.length > 1 ? admitScript.shift() : admitScript[0]);
-      if (!verdict) link.failed('admit', new Error('down'));
-      return verdict && { ...verdict, askedAt: Date.now() };
-    },
+    decider: new InsuredDecider(fleetDecider, local, link, clock),
+    beforeCall: undefined,
     firstView: (dependency) => dependency.firstView ?? Promise.resolve(),
-    limitsUnchecked: (dependency) => unchecked.push(dependency.name),
     reportProbe: (_dependency, token, success) => probes.push({ token, success }),
-    breakerState: (dependency, now) => {
-      if (!link.fallback) return dependency.fleetState(now);
-      if (fallbackMode === 'local') return dependency.local.state(now);
-      return fallbackMode === 'fail-open' ? 'closed' : dependency.fleetState(now);
-    },
-    tryLocalProbe: (dependency, now) => link.fallback && fallbackMode === 'local' && dependency.local.tryProbe(now),
-    governedLocally: () => link.fallback,
   };
   const forward = { retry: new EventEmitter<RetryEvent>(), giveUp: new EventEmitter<GiveUpEvent>() };
   const dep = new Dependency('pay', resolveDependencyOptions(DEPENDENCY_DEFAULTS, options), fleet, runtime, forward);
@@ -112,7 +162,7 @@ function setup(
     giveUps,
     admits,
     leaseCalls,
-    unchecked,
+    warnings,
     setAdmit: (...verdicts: Scripted[]) => (admitScript = verdicts),
     /** Serves the fleet's policy with these limits (and any other override), as a view read would. */
     limit: (override: DependencyPolicyOverride) =>
@@ -120,7 +170,7 @@ function setup(
         {
           namespace: 'shop',
           dependency: 'pay',
-          breaker: { state: 'closed', since: 0, openUntil: null, failureRate: 0, slowRate: 0, calls: 0 },
+          breaker: { state: 'closed', since: 0, openUntil: null, reason: null, failureRate: 0, slowRate: 0, calls: 0 },
           budget: { retries: 0, requests: 0, limit: 100, windowSeconds: 10 },
           latency: { p50: null, p95: null, p99: null, count: 0 },
           policy: mergeDependencyPolicy(DEFAULT_DEPENDENCY_POLICY, override),
@@ -200,16 +250,22 @@ describe('Dependency.execute', () => {
       lastError: last,
       attempts: 1,
     });
+    const openUntil = Date.now() + 30_000;
     const breaker = setup({ idempotent: true }, () => ({
       allow: false,
       reason: 'breaker_open',
       delayMs: 0,
-      breakerState: 'open',
+      breaker: { state: 'open', operatorReason: null, openUntil, retryAfterMs: 29_000 },
     }));
     expect(await rejection(breaker.dep.execute(script([last], 1).fn))).toMatchObject({
       isBreakerOpenError: true,
+      reason: 'breaker_open',
       state: 'open',
+      operatorReason: null,
+      openUntil,
+      retryAfterMs: 29_000,
       lastError: last,
+      cause: last,
     });
   });
 
@@ -258,6 +314,34 @@ describe('Dependency.execute', () => {
       attempts: 0,
     });
     expect(contexts).toHaveLength(0);
+  });
+
+  it('a refusal carries what the fleet said of the breaker: the operator’s reason, openUntil and retryAfterMs', async () => {
+    const { dep, fleet, clock } = setup();
+    fleet.applyState('forced_open', clock.now() + 60_000, 'bad deploy');
+    const error = await rejection(dep.execute(script([], 1).fn));
+    expect(error).toMatchObject({
+      isBreakerOpenError: true,
+      reason: 'breaker_open',
+      state: 'forced_open',
+      operatorReason: 'bad deploy',
+      openUntil: clock.now() + 60_000,
+      retryAfterMs: 60_000,
+    });
+    expect(error.message).toBe('pay: the circuit breaker is forced_open (bad deploy), for 60000 ms more');
+    // An automatic open has no operator's reason; a forced state held until reset has no end.
+    fleet.applyState('open', clock.now() + 5000, null);
+    expect(await rejection(dep.execute(script([], 1).fn))).toMatchObject({
+      state: 'open',
+      operatorReason: null,
+      retryAfterMs: 5000,
+    });
+    fleet.applyState('forced_open', null, 'maintenance');
+    expect(await rejection(dep.execute(script([], 1).fn))).toMatchObject({
+      operatorReason: 'maintenance',
+      openUntil: null,
+      retryAfterMs: null,
+    });
   });
 
   it('half-open: asks admit, runs as the probe and reports its outcome at once; refused without a probe', async () => {
@@ -615,7 +699,10 @@ describe('Dependency.execute under rate and concurrency limits', () => {
     open.setAdmit(undefined);
     expect(await open.dep.execute(() => 'through')).toBe('through');
     expect(await open.dep.execute(() => 'again')).toBe('again');
-    expect(open.unchecked).toEqual(['pay', 'pay']);
+    // Said once for the outage, not per call.
+    expect(open.warnings).toEqual([
+      'pay: rate and concurrency limits go unchecked while the coordinator is away (fail-open fallback)',
+    ]);
 
     const closed = setup({}, () => GRANT, 'fail-closed');
     closed.limit(RATE);

@@ -12,7 +12,10 @@ export type LimitReason = 'rate_limited' | 'concurrency_limited';
  * - the coordinator's reasons: `budget_exhausted`, `breaker_open`, `deadline_exceeded`, `max_attempts`, `not_idempotent`;
  * - `upstream_retry`: this process is serving a request that is itself a retry, so retries are left to that caller;
  * - `downstream_retried`: the dependency says it already retried its own dependencies (`sluice-no-retry`);
- * - `coordinator_unavailable`: the coordinator is unreachable and the fallback is `fail-closed`;
+ * - `coordinator_unavailable`: the coordinator is unreachable and the fallback is `fail-closed`, or it
+ *   did not answer a decision in time before the fallback took over;
+ * - `config_error`: the coordinator refuses this client's token (401/403, a {@link ConfigError}), so
+ *   nothing the fleet must grant happens: no retry, no hedge, no call to a half-open or limited dependency;
  * - `rate_limited`, `concurrency_limited`: the dependency's limit refused the call ({@link LimitedError}).
  * @example
  * if (isGiveUpError(error) && error.reason === 'budget_exhausted') metrics.shed.inc();
@@ -22,6 +25,7 @@ export type GiveUpReason =
   | 'upstream_retry'
   | 'downstream_retried'
   | 'coordinator_unavailable'
+  | 'config_error'
   | LimitReason;
 
 /**
@@ -40,13 +44,13 @@ export class SluiceError extends Error {
 }
 
 /**
- * The call failed and Sluice did not retry it (again): `reason` says why, `lastError` is the last
- * attempt's own error (undefined when no attempt was made), `attempts` how many went out.
+ * The call failed and Sluice did not retry it (again): `reason` says why, `lastError` (also `cause`)
+ * is the last attempt's own error (undefined when no attempt was made), `attempts` how many went out.
  * @example
  * try {
  *   await payments.execute(({ signal }) => charge(order, signal), { idempotencyKey: order.id });
  * } catch (error) {
- *   if (isGiveUpError(error)) log.warn(`gave up: ${error.reason} after ${error.attempts}`, error.lastError);
+ *   if (isGiveUpError(error)) log.warn(`gave up: ${error.reason} after ${error.attempts}`, error.cause);
  * }
  */
 export class GiveUpError extends SluiceError {
@@ -58,7 +62,7 @@ export class GiveUpError extends SluiceError {
     readonly dependency: string,
     /** Why no further attempt was made. */
     readonly reason: GiveUpReason,
-    /** The last attempt's error; undefined when no attempt was made. */
+    /** The last attempt's error, also the error's `cause`; undefined when no attempt was made. */
     readonly lastError: unknown,
     /** How many attempts went out (hedges included). */
     readonly attempts: number,
@@ -69,24 +73,71 @@ export class GiveUpError extends SluiceError {
 }
 
 /**
- * The dependency's breaker is open (fleet-wide, or locally in fallback): the call was refused
- * without being sent, or a retry was refused.
+ * What the SDK knows of a breaker that refused a call: its state, the operator's reason for a
+ * forced state, and when it may let calls through again.
  * @example
- * try { await payments.execute(call); } catch (error) { if (isBreakerOpenError(error)) return cachedAnswer(); }
+ * const facts: BreakerFacts = { state: 'forced_open', operatorReason: 'bad deploy', openUntil: null, retryAfterMs: null };
  */
-export class BreakerOpenError extends GiveUpError {
+export interface BreakerFacts {
+  /** The breaker state that refused the call. */
+  state: BreakerState;
+  /** The operator's reason, when an operator forced the state; null otherwise or when unknown. */
+  operatorReason: string | null;
+  /**
+   * When the breaker may let calls through (epoch ms): `open` half-opens then, a forced state
+   * lapses then. Null when unknown, or for a forced state held until an operator resets it.
+   */
+  openUntil: number | null;
+  /** In how many ms from the refusal the same call could go through; null when unknown or held until reset. */
+  retryAfterMs: number | null;
+}
+
+/**
+ * The dependency's breaker is open (fleet-wide, or locally in fallback): the call was refused
+ * without being sent, or a retry was refused. It carries what the fleet knows of the breaker:
+ * `state`, the operator's reason when one forced it open (`operatorReason`; `reason` stays the
+ * give-up reason, `breaker_open`, like every {@link GiveUpError}'s), `openUntil` and `retryAfterMs`.
+ * @example
+ * try {
+ *   await payments.execute(call);
+ * } catch (error) {
+ *   if (!isBreakerOpenError(error)) throw error;
+ *   if (error.state === 'forced_open') log.warn(`payments held open by an operator: ${error.operatorReason}`);
+ *   if (error.retryAfterMs !== null) reply.header('retry-after', Math.ceil(error.retryAfterMs / 1000));
+ *   return cachedAnswer();
+ * }
+ */
+export class BreakerOpenError extends GiveUpError implements BreakerFacts {
   /** Marker for {@link isBreakerOpenError}. */
   readonly isBreakerOpenError = true;
+  /** The breaker state that refused the call. */
+  readonly state: BreakerState;
+  /** The operator's reason for a forced state (e.g. "bad deploy"); null for an automatic open, or when unknown. */
+  readonly operatorReason: string | null;
+  /** When the breaker may let calls through again (epoch ms); null when unknown or held until reset. */
+  readonly openUntil: number | null;
+  /** Ms from the refusal until the breaker may let the call through; null when unknown or held until reset. */
+  readonly retryAfterMs: number | null;
 
-  constructor(
-    dependency: string,
-    /** The breaker state that refused the call. */
-    readonly state: BreakerState,
-    lastError: unknown = undefined,
-    attempts = 0,
-  ) {
-    super(dependency, 'breaker_open', lastError, attempts, `${dependency}: the circuit breaker is ${state}`);
+  constructor(dependency: string, breaker: BreakerState | BreakerFacts, lastError: unknown = undefined, attempts = 0) {
+    const facts = typeof breaker === 'string' ? unknownFacts(breaker) : breaker;
+    super(dependency, 'breaker_open', lastError, attempts, breakerMessage(dependency, facts));
+    this.state = facts.state;
+    this.operatorReason = facts.operatorReason;
+    this.openUntil = facts.openUntil;
+    this.retryAfterMs = facts.retryAfterMs;
   }
+}
+
+function unknownFacts(state: BreakerState): BreakerFacts {
+  return { state, operatorReason: null, openUntil: null, retryAfterMs: null };
+}
+
+/** "payments-api: the circuit breaker is forced_open (bad deploy), for 30000 ms more" */
+function breakerMessage(dependency: string, facts: BreakerFacts): string {
+  const why = facts.operatorReason ? ` (${facts.operatorReason})` : '';
+  const until = facts.retryAfterMs === null ? '' : `, for ${facts.retryAfterMs} ms more`;
+  return `${dependency}: the circuit breaker is ${facts.state}${why}${until}`;
 }
 
 /**
@@ -225,6 +276,41 @@ export class CoordinatorUnavailableError extends SluiceError {
 }
 
 /**
+ * The coordinator refuses this client's token: 401 (missing or unknown token) or 403 (a token whose
+ * role or namespaces do not cover the namespace). A configuration error, not an outage: the SDK
+ * does not switch to its fallback for it. It emits {@link Sluice.onConfigError}, logs an error line
+ * at most every 30 s, shows it in {@link Sluice.status}, and {@link Sluice.ready} rejects with it.
+ * Meanwhile calls still go out once, but nothing the fleet must grant happens: a failure is not
+ * retried, no hedge is sent, and a call to a half-open or limited dependency is refused, each
+ * giving up with reason `config_error`. With `verify: true`, calls fail with this error instead.
+ * `message` names the status and the coordinator's own message.
+ * @example
+ * try {
+ *   await sluice.ready();
+ * } catch (error) {
+ *   if (isConfigError(error)) {
+ *     console.error(`check SLUICE_TOKEN: ${error.message}`); // "the coordinator answered 401 unauthorized: unknown token"
+ *     process.exit(1);
+ *   }
+ * }
+ */
+export class ConfigError extends SluiceError {
+  /** Marker for {@link isConfigError}. */
+  readonly isConfigError = true;
+
+  constructor(
+    /** 401 or 403. */
+    readonly status: number,
+    /** The API's error code: `unauthorized` or `forbidden`. */
+    readonly code: string,
+    /** The coordinator's own message, e.g. "unknown token". */
+    readonly coordinatorMessage: string,
+  ) {
+    super(`the coordinator answered ${status} ${code}: ${coordinatorMessage}`);
+  }
+}
+
+/**
  * The coordinator answered with an error status (4xx, or a 5xx other than 503). `code` is the
  * API's error code; `details` names the fields at fault.
  * @example
@@ -322,6 +408,12 @@ export const isHttpStatusError = marker<HttpStatusError>('isHttpStatusError');
  * if (isCoordinatorUnavailableError(error)) console.log(error.status);
  */
 export const isCoordinatorUnavailableError = marker<CoordinatorUnavailableError>('isCoordinatorUnavailableError');
+/**
+ * True for a {@link ConfigError}.
+ * @example
+ * sluice.ready().catch((error) => { if (isConfigError(error)) process.exit(1); });
+ */
+export const isConfigError = marker<ConfigError>('isConfigError');
 /**
  * True for a {@link SluiceHttpError} (including {@link LeaseLostError}).
  * @example

@@ -35,7 +35,9 @@ export { ATTEMPT_HEADER, DEADLINE_HEADER, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REP
 
 // The client: retries that ask the fleet, breakers pushed live, deadlines that shrink.
 export { Sluice } from './sluice';
-export { Dependency, autoTimeoutMs, hedgeDelayMs } from './dependency';
+export type { SluiceStatus } from './sluice';
+export { Dependency } from './dependency';
+export { autoTimeoutMs, hedgeDelayMs } from './execute/timing';
 export type { AttemptContext, ExecuteOptions } from './execute-options';
 export { PolicyEvents } from './policy-events';
 export type { GiveUpEvent, RetryEvent } from './policy-events';
@@ -48,7 +50,7 @@ export type {
   WhenLimited,
 } from './options';
 export type { BreakerChange } from './fleet/fleet-dependency';
-export type { FallbackChange, SluiceLogger } from './fleet/coordinator-link';
+export type { ConfigErrorEvent, FallbackChange, SluiceLogger } from './fleet/coordinator-link';
 export type { Disposable, Event } from './events';
 export { fetchThrough, parseRetryAfter } from './fetch';
 export type { SluiceFetchInit } from './fetch';
@@ -57,6 +59,7 @@ export type { Classifier, Failure } from './classification';
 export {
   AttemptTimeoutError,
   BreakerOpenError,
+  ConfigError,
   CoordinatorUnavailableError,
   DeadlineExceededError,
   GiveUpError,
@@ -67,6 +70,7 @@ export {
   SluiceHttpError,
   isAttemptTimeoutError,
   isBreakerOpenError,
+  isConfigError,
   isCoordinatorUnavailableError,
   isDeadlineExceededError,
   isGiveUpError,
@@ -76,7 +80,7 @@ export {
   isSluiceError,
   isSluiceHttpError,
 } from './errors';
-export type { GiveUpReason, LimitReason } from './errors';
+export type { BreakerFacts, GiveUpReason, LimitReason } from './errors';
 
 // Deadlines and attempts across hops: the request context and the server middlewares.
 export {

@@ -152,6 +152,15 @@ export interface SluiceOptions {
    * fleet's budget leak through every client's local one.
    */
   failuresBeforeFallback?: number;
+  /**
+   * Verify the token at start-up (default false): the client checks it with the coordinator at
+   * once (see {@link Sluice.ready}), calls wait for that check, and while the coordinator refuses
+   * the token (401/403) every call fails with the {@link ConfigError}, without calling the
+   * dependency. Without it, calls go on meanwhile with nothing the fleet must grant (no retry, no
+   * hedge, no call to a half-open or limited dependency: each gives up with reason `config_error`).
+   * A coordinator that cannot be reached fails no call either way: the fallback decides.
+   */
+  verify?: boolean;
   /** Where the SDK's log lines go (default the console); false for none. */
   logger?: SluiceLogger | false;
   /** For tests: the clock deadlines and windows are measured on. */

@@ -1,7 +1,11 @@
-import { backoffDelay, systemClock, type Clock, type RandomSource } from '@sluice/core';
-import { RESOURCE_NAME_PATTERN, type BreakerState, type RetryDecision, type RetryRequest } from '@sluice/protocol';
+import { systemClock, type Clock, type RandomSource } from '@sluice/core';
+import { RESOURCE_NAME_PATTERN } from '@sluice/protocol';
 import { hostname } from 'node:os';
+import { FleetDecider } from './decide/fleet-decider';
+import { InsuredDecider } from './decide/insured-decider';
+import { LocalDecider } from './decide/local-decider';
 import { Dependency } from './dependency';
+import { isConfigError, type ConfigError } from './errors';
 import type { Event } from './events';
 import { fetchThrough, type SluiceFetchInit } from './fetch';
 import { BreakerFeed } from './fleet/breaker-feed';
@@ -10,12 +14,12 @@ import {
   FAILURES_BEFORE_FALLBACK,
   consoleLogger,
   silentLogger,
+  type ConfigErrorEvent,
   type FallbackChange,
   type SluiceLogger,
 } from './fleet/coordinator-link';
 import { FleetDependency, type BreakerChange } from './fleet/fleet-dependency';
 import { LeaseKeeper } from './fleet/leases';
-import type { RetryVerdict } from './fleet/local-guard';
 import { Reporter } from './fleet/reporter';
 import {
   DEPENDENCY_DEFAULTS,
@@ -27,13 +31,32 @@ import {
   type SluiceOptions,
 } from './options';
 import { PolicyEvents } from './policy-events';
-import type { AdmitVerdict, SluiceRuntime } from './runtime';
-import { CoordinatorTransport, type AskTimeouts } from './transport/coordinator-transport';
+import type { SluiceRuntime } from './runtime';
+import { CoordinatorTransport } from './transport/coordinator-transport';
 import { TimeoutWatch } from './timeout-watch';
 import { Agents } from './transport/http';
 
 /** Reported counts older than this are dropped instead of sent late. */
 const MAX_REPORT_AGE_MS = 10_000;
+
+/**
+ * Where the client's decisions come from now, from {@link Sluice.status}.
+ * @example
+ * app.get('/health', (_req, res) => res.json({ sluice: sluice.status() }));
+ */
+export interface SluiceStatus {
+  /**
+   * `fleet`: the coordinator decides; `fallback`: it cannot answer and the local fallback decides;
+   * `config_error`: it refuses this client's token (see `configError`).
+   */
+  mode: 'fleet' | 'fallback' | 'config_error';
+  /** True while the local fallback decides (as {@link Sluice.fallbackActive}). */
+  fallbackActive: boolean;
+  /** The coordinator's refusal of the token (401/403), while it stands. */
+  configError: ConfigError | undefined;
+  /** True while the event stream of breaker states is open. */
+  streaming: boolean;
+}
 
 /**
  * The Sluice client: one per process, shared by every dependency. It keeps each dependency's fleet
@@ -57,14 +80,14 @@ export class Sluice extends PolicyEvents {
   private readonly feed: BreakerFeed;
   private readonly leases: LeaseKeeper;
   private readonly runtime: SluiceRuntime;
-  private readonly logger: SluiceLogger;
-  /** Limited dependencies already said to go unchecked during this outage (`fail-open`). */
-  private readonly unchecked = new Set<string>();
   private readonly defaults: ResolvedDependencyOptions;
-  private readonly fallbackMode: FallbackMode;
   private readonly fallbackShare: number | undefined;
-  private readonly decisionTimeoutMs: number;
   private readonly requestTimeoutMs: number;
+  private readonly reporterName: string;
+  /** The verification under way (`ready()`), or the one that succeeded. */
+  private verification: Promise<void> | undefined;
+  /** With `verify: true`: the verification started with the client, until it ends (calls wait for it). */
+  private firstVerification: Promise<void> | undefined;
   private closed = false;
 
   /**
@@ -75,8 +98,20 @@ export class Sluice extends PolicyEvents {
   readonly onFallback: Event<FallbackChange>;
 
   /**
+   * When the coordinator refuses this client's token (401 or 403): a configuration error, not an
+   * outage, so the SDK does not switch to its fallback. Emitted when the refusal starts, and again
+   * if it changes or starts anew after the token was accepted in between.
+   * @example
+   * sluice.onConfigError(({ error }) => alerts.page(`Sluice refuses our token: ${error.message}`));
+   */
+  readonly onConfigError: Event<ConfigErrorEvent>;
+
+  /**
    * @example
    * const sluice = new Sluice({ baseUrls: 'http://127.0.0.1:8080', namespace: 'shop', fallback: 'local' });
+   * @example
+   * // Insist on a valid token: calls fail with the ConfigError while the coordinator refuses it.
+   * const strict = new Sluice({ baseUrls: 'http://sluice:8080', namespace: 'shop', token, verify: true });
    */
   constructor(options: SluiceOptions) {
     super();
@@ -88,29 +123,29 @@ export class Sluice extends PolicyEvents {
     const clock: Clock = options.clock ?? systemClock;
     const random: RandomSource = options.random ?? Math.random;
     const logger: SluiceLogger = options.logger === false ? silentLogger : (options.logger ?? consoleLogger);
-    this.logger = logger;
     this.defaults = resolveDependencyOptions(DEPENDENCY_DEFAULTS, options.defaults);
-    this.fallbackMode = options.fallback ?? 'local';
+    const fallbackMode: FallbackMode = options.fallback ?? 'local';
     this.fallbackShare = options.fallbackShare;
     if (this.fallbackShare !== undefined && !(this.fallbackShare > 0 && this.fallbackShare <= 1)) {
       throw new TypeError('fallbackShare must be in (0, 1]');
     }
-    this.decisionTimeoutMs = options.decisionTimeoutMs ?? 50;
+    const decisionTimeoutMs = options.decisionTimeoutMs ?? 50;
     const requestTimeoutMs = options.requestTimeoutMs ?? 1000;
     this.requestTimeoutMs = requestTimeoutMs;
     const reportIntervalMs = options.reportIntervalMs ?? 200;
-    positiveInteger('decisionTimeoutMs', this.decisionTimeoutMs, 1, 60_000);
+    positiveInteger('decisionTimeoutMs', decisionTimeoutMs, 1, 60_000);
     positiveInteger('requestTimeoutMs', requestTimeoutMs, 1, 60_000);
     positiveInteger('reportIntervalMs', reportIntervalMs, 1, 60_000);
+    this.reporterName = options.reporter ?? defaultReporter();
 
     const agents = new Agents();
     const failuresBeforeFallback = options.failuresBeforeFallback ?? FAILURES_BEFORE_FALLBACK;
     positiveInteger('failuresBeforeFallback', failuresBeforeFallback, 1, 100);
-    this.link = new CoordinatorLink(logger, this.fallbackMode, failuresBeforeFallback, () => clock.now());
+    this.link = new CoordinatorLink(logger, fallbackMode, failuresBeforeFallback, () => clock.now());
     this.onFallback = this.link.changes.event;
+    this.onConfigError = this.link.configErrors.event;
     this.link.changes.event(({ active }) => {
-      if (!active) this.unchecked.clear();
-      else for (const dependency of this.fleet.values()) dependency.fallbackStarts(clock.now());
+      if (active) for (const dependency of this.fleet.values()) dependency.fallbackStarts(clock.now());
     });
     this.transport = new CoordinatorTransport({
       baseUrls,
@@ -120,7 +155,7 @@ export class Sluice extends PolicyEvents {
       connectTimeoutMs: options.coordinatorConnectTimeoutMs ?? 100,
     });
     this.reporter = new Reporter(() => this.fleet.values(), this.transport, this.link, clock, {
-      reporter: options.reporter ?? defaultReporter(),
+      reporter: this.reporterName,
       intervalMs: reportIntervalMs,
       timeoutMs: requestTimeoutMs,
       maxAgeMs: MAX_REPORT_AGE_MS,
@@ -134,28 +169,34 @@ export class Sluice extends PolicyEvents {
     });
     const timeouts = new TimeoutWatch();
     this.leases = new LeaseKeeper(this.transport, this.link, timeouts, requestTimeoutMs);
+    const fleetDecider = new FleetDecider(this.transport, this.link, this.leases, clock, {
+      decisionTimeoutMs,
+      requestTimeoutMs,
+    });
+    const localDecider = new LocalDecider(fallbackMode, this.link, this.leases, clock, random, logger);
     this.runtime = {
       clock,
+      realClock: clock === systemClock,
       random,
-      link: this.link,
       agents,
       timeouts,
       leases: this.leases,
-      fallbackMode: this.fallbackMode,
-      decideRetry: (dependency, request) => this.decideRetry(dependency, request),
-      admit: (dependency, cost) => this.admit(dependency, cost),
+      decider: new InsuredDecider(fleetDecider, localDecider, this.link, clock),
+      beforeCall: options.verify ? () => this.verified() : undefined,
       firstView: (dependency, maxWaitMs) => this.firstView(dependency, maxWaitMs),
-      limitsUnchecked: (dependency) => this.limitsUnchecked(dependency),
       reportProbe: (dependency, token, success) => {
         if (dependency.pendingSince === 0) dependency.pendingSince = clock.now();
         dependency.probes.push({ token, success });
         void this.reporter.flush();
       },
-      breakerState: (dependency, now) => this.breakerState(dependency, now),
-      // While the fleet governs, a probe needs the fleet's token: an admit that did not answer lets none out.
-      tryLocalProbe: (dependency, now) => this.runtime.governedLocally() && dependency.local.tryProbe(now),
-      governedLocally: () => this.link.fallback && this.fallbackMode === 'local',
     };
+    if (options.verify) {
+      const first = this.ready().catch((error: unknown) => {
+        if (isConfigError(error)) throw error;
+      });
+      first.catch(() => undefined).finally(() => (this.firstVerification = undefined));
+      this.firstVerification = first;
+    }
     this.reporter.start();
     this.feed.start();
   }
@@ -213,6 +254,44 @@ export class Sluice extends PolicyEvents {
   }
 
   /**
+   * Where decisions come from now: the fleet, the local fallback, or nowhere because the
+   * coordinator refuses the token (`config_error`, with the {@link ConfigError}).
+   * @example
+   * const { mode, configError } = sluice.status();
+   * if (mode === 'config_error') console.error(`Sluice: ${configError?.message}`);
+   */
+  status(): SluiceStatus {
+    const { configError, fallback } = this.link;
+    return {
+      mode: configError ? 'config_error' : fallback ? 'fallback' : 'fleet',
+      fallbackActive: fallback,
+      configError,
+      streaming: this.feed.connected,
+    };
+  }
+
+  /**
+   * Checks the token with the coordinator (an empty report: it changes nothing). Resolves once the
+   * coordinator accepted it; rejects with a {@link ConfigError} (its message names the 401 or 403
+   * and the coordinator's own message) when it refuses it, or with a
+   * {@link CoordinatorUnavailableError} when it cannot be reached within `requestTimeoutMs`.
+   * Call it at start-up to fail fast on a wrong token; a success is remembered, a failure is not.
+   * @example
+   * const sluice = new Sluice({ baseUrls: ['http://sluice:8080'], namespace: 'shop', token: process.env.SLUICE_TOKEN });
+   * await sluice.ready(); // throws "the coordinator answered 401 unauthorized: unknown token" on a wrong token
+   */
+  ready(): Promise<void> {
+    if (!this.verification) {
+      const verification = this.verify();
+      this.verification = verification;
+      verification.catch(() => {
+        if (this.verification === verification) this.verification = undefined;
+      });
+    }
+    return this.verification;
+  }
+
+  /**
    * Sends the pending report now, and waits for the concurrency leases' releases and renewals under
    * way (each bounded by `requestTimeoutMs`).
    * @example
@@ -238,130 +317,27 @@ export class Sluice extends PolicyEvents {
   }
 
   private forwardChange(change: BreakerChange): void {
-    if ((change.source === 'local') === this.runtime.governedLocally()) this.breakerChanged(change);
+    if ((change.source === 'local') === this.runtime.decider.governedLocally) this.breakerChanged(change);
   }
 
-  private breakerState(dependency: FleetDependency, now: number): BreakerState {
-    if (!this.link.fallback) return dependency.fleetState(now);
-    if (this.fallbackMode === 'local') return dependency.local.state(now);
-    if (this.fallbackMode === 'fail-open') return 'closed';
-    return dependency.fleetState(now);
-  }
-
-  private async decideRetry(dependency: FleetDependency, request: RetryRequest): Promise<RetryVerdict> {
-    if (!this.link.fallback && !this.closed) {
-      const askedAt = this.runtime.clock.now();
-      const answer = this.transport.retry(dependency.name, request, this.decisionTimeouts());
-      const answered = (decision: RetryDecision) => {
-        this.link.succeeded('retry');
-        dependency.applyState(decision.breaker.state);
-      };
-      try {
-        const decision = await this.withinDecisionTimeout(answer);
-        if (decision === undefined) {
-          // Slow is not down: the late answer, or its failure, tells the link. No retry without a grant.
-          void answer.then(answered, (error: unknown) => this.link.failed('retry', error, askedAt));
-          return { allow: false, reason: 'coordinator_unavailable', delayMs: 0 };
-        }
-        answered(decision);
-        if (decision.allow) dependency.local.countFleetRetry(this.runtime.clock.now());
-        return {
-          allow: decision.allow,
-          reason: decision.reason,
-          delayMs: decision.delayMs,
-          breakerState: decision.breaker.state,
-        };
-      } catch (error) {
-        // A hiccup, not yet an outage: no retry without the fleet's grant.
-        if (!this.link.failed('retry', error, askedAt)) {
-          return { allow: false, reason: 'coordinator_unavailable', delayMs: 0 };
-        }
-      }
-    }
-    const now = this.runtime.clock.now();
-    switch (this.fallbackMode) {
-      case 'local': {
-        const verdict = dependency.local.decideRetry(request, now, this.runtime.random);
-        if (verdict.allow) dependency.recordOwnRetry(now);
-        return verdict;
-      }
-      case 'fail-open': {
-        const { backoff } = dependency.fallbackPolicy;
-        const delayMs = backoffDelay(
-          backoff,
-          { attempt: request.attempt, retryAfterMs: request.retryAfterMs },
-          this.runtime.random,
-        );
-        dependency.recordOwnRetry(now);
-        return { allow: true, reason: 'granted', delayMs };
-      }
-      case 'fail-closed':
-        return { allow: false, reason: 'coordinator_unavailable', delayMs: 0 };
-    }
-  }
-
-  /**
-   * Asks admit, waiting the decision timeout for the answer. The request itself may take the longer
-   * request timeout: an answer that comes after the caller stopped waiting may grant a lease nobody
-   * holds, and it is released then rather than left to expire.
-   */
-  private async admit(dependency: FleetDependency, cost: number): Promise<AdmitVerdict | undefined> {
-    const askedAt = Date.now();
-    const startedAt = this.runtime.clock.now();
-    const answer = this.transport.admit(dependency.name, this.decisionTimeouts(), cost);
+  private async verify(): Promise<void> {
     try {
-      const decision = await this.withinDecisionTimeout(answer);
-      if (decision === undefined) {
-        // Slow is not down: the late answer, or its failure, tells the link; the local limits decide this call.
-        void answer.then(
-          (lateDecision) => {
-            this.link.succeeded('admit');
-            if (lateDecision.lease) this.leases.releaseUnheld(dependency.name, lateDecision.lease.id);
-          },
-          (error: unknown) => this.link.failed('admit', error, startedAt),
-        );
-        return undefined;
-      }
-      this.link.succeeded('admit');
-      dependency.applyState(decision.breaker.state);
-      return {
-        allow: decision.allow,
-        reason: decision.reason,
-        state: decision.breaker.state,
-        retryAfterMs: decision.retryAfterMs,
-        probeToken: decision.probe?.token,
-        lease: decision.lease,
-        askedAt,
-      };
+      await this.transport.report({ reporter: this.reporterName, deps: [] }, this.requestTimeoutMs);
+      this.link.succeeded('ready');
     } catch (error) {
-      this.link.failed('admit', error, startedAt);
-      return undefined;
+      this.link.failed('ready', error);
+      throw error;
     }
   }
 
   /**
-   * A decision's request may take the longer of the two timeouts (a late answer still tells the
-   * link, and an admit's late lease is released); it is asked again, with the same `requestId`,
-   * only while the caller still waits for it, within the decision timeout.
+   * Before a call of a client made with `verify: true`: fails with the ConfigError while the
+   * coordinator refuses the token; waits for the verification under way. A coordinator that cannot
+   * be reached is no reason to fail: the fallback is there for that.
    */
-  private decisionTimeouts(): AskTimeouts {
-    return {
-      timeoutMs: Math.max(this.decisionTimeoutMs, this.requestTimeoutMs),
-      reAskWithinMs: this.decisionTimeoutMs,
-    };
-  }
-
-  /** The answer, if it comes within the decision timeout; undefined if it is later (it may still come). */
-  private async withinDecisionTimeout<T>(answer: Promise<T>): Promise<T | undefined> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<undefined>(
-      (resolve) => (timer = setTimeout(() => resolve(undefined), this.decisionTimeoutMs)),
-    );
-    try {
-      return await Promise.race([answer, late]);
-    } finally {
-      clearTimeout(timer);
-    }
+  private async verified(): Promise<void> {
+    if (this.firstVerification) await this.firstVerification;
+    if (this.link.configError) throw this.link.configError;
   }
 
   /**
@@ -378,14 +354,6 @@ export class Sluice extends PolicyEvents {
         resolve();
       });
     });
-  }
-
-  private limitsUnchecked(dependency: FleetDependency): void {
-    if (this.unchecked.has(dependency.name)) return;
-    this.unchecked.add(dependency.name);
-    this.logger.warn(
-      `${dependency.name}: rate and concurrency limits go unchecked while the coordinator is away (fail-open fallback)`,
-    );
   }
 }
 

@@ -1,5 +1,6 @@
 import { backoffDelay, type Clock, type RandomSource } from '@sluice/core';
 import type { BreakerEvent, PolicyEvent } from '@sluice/protocol';
+import { isConfigError } from '../errors';
 import { readEventStream, type EventFrame } from '../transport/event-stream';
 import type { CoordinatorTransport } from '../transport/coordinator-transport';
 import type { CoordinatorLink } from './coordinator-link';
@@ -132,8 +133,10 @@ export class BreakerFeed {
         } finally {
           clearTimeout(idle);
         }
-      } catch {
-        // Dropped, refused or reopened: polling covers the gap, and the loop reconnects.
+      } catch (error) {
+        // Dropped, refused or reopened: polling covers the gap, and the loop reconnects. A refused
+        // token is said at once (it is no outage).
+        if (isConfigError(error)) this.link.failed('events', error);
       }
       this.connected = false;
       if (this.closed) return;
@@ -170,8 +173,10 @@ export class BreakerFeed {
     }
     if (frame.event === 'breaker') {
       // Read defensively: a field may be missing from another coordinator's version.
-      const event = data as Partial<BreakerEvent>;
-      if (event.dep && event.state) this.dependencies.get(event.dep)?.applyState(event.state, event.openUntil ?? null);
+      const event = data as Partial<BreakerEvent> & { reason?: string | null };
+      if (event.dep && event.state) {
+        this.dependencies.get(event.dep)?.applyState(event.state, event.openUntil ?? null, event.reason ?? null);
+      }
     } else if (frame.event === 'policy') {
       const event = data as Partial<PolicyEvent>;
       // A dependency's policy (or the default, dep null) changed: read the views again.

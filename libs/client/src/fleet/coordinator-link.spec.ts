@@ -1,5 +1,5 @@
-import { CoordinatorUnavailableError } from '../errors';
-import { CoordinatorLink, FAILURES_BEFORE_FALLBACK, silentLogger } from './coordinator-link';
+import { ConfigError, CoordinatorUnavailableError } from '../errors';
+import { CoordinatorLink, FAILURES_BEFORE_FALLBACK, silentLogger, type ConfigErrorEvent } from './coordinator-link';
 
 const answered503 = (code: string) =>
   new CoordinatorUnavailableError(`the coordinator answered 503 (${code})`, { status: 503, code, retryAfterMs: 1000 });
@@ -50,5 +50,37 @@ describe('CoordinatorLink', () => {
     expect(link.fallback).toBe(false);
     expect(link.failed('report', answered503('store_unavailable'))).toBe(true);
     expect(switches).toEqual([true]);
+  });
+
+  it('a refused token is a configuration error: never the fallback, said once, logged at most every 30 s', () => {
+    let now = 0;
+    const lines: string[] = [];
+    const logger = { ...silentLogger, error: (line: string) => lines.push(line) };
+    const link = new CoordinatorLink(logger, 'local', 1, () => now);
+    const said: ConfigErrorEvent[] = [];
+    link.configErrors.event((event) => said.push(event));
+    const switches: boolean[] = [];
+    link.changes.event(({ active }) => switches.push(active));
+    const refused = new ConfigError(401, 'unauthorized', 'unknown token');
+    for (let i = 0; i < 100; i++) {
+      now += 500;
+      expect(link.failed('report', refused)).toBe(false);
+    }
+    expect(link.fallback).toBe(false);
+    expect(link.configError).toBe(refused);
+    expect(said).toEqual([{ error: refused, during: 'report' }]);
+    // 50 s of refusals: a line at the first, and one 30 s later.
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^the coordinator answered 401 unauthorized: unknown token during report/);
+    // Another refusal (a 403) is said again; a success ends it.
+    link.failed('poll', new ConfigError(403, 'forbidden', 'the token may not touch namespace "shop"'));
+    expect(said.map(({ error }) => error.status)).toEqual([401, 403]);
+    link.succeeded('poll');
+    expect(link.configError).toBeUndefined();
+    // A refusal while the fallback decides ends the fallback: the coordinator is there.
+    expect(link.failed('report', new Error('down'))).toBe(true);
+    link.failed('report', refused);
+    expect([link.fallback, switches]).toEqual([false, [true, false]]);
+    expect(said).toHaveLength(3);
   });
 });

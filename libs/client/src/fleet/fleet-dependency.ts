@@ -10,6 +10,7 @@ import {
   type LatencySummary,
   type ProbeOutcome,
 } from '@sluice/protocol';
+import type { BreakerFacts } from '../errors';
 import { EventEmitter } from '../events';
 import { LocalGuard } from './local-guard';
 import { LocalLimits } from './local-limits';
@@ -30,6 +31,13 @@ export interface BreakerChange {
   source: 'fleet' | 'local';
 }
 
+/** What a breaker's answer may say besides its state (a view, an event, a decision's `breaker`). */
+export interface BreakerWord {
+  state: BreakerState;
+  openUntil?: number | null;
+  reason?: string | null;
+}
+
 /**
  * Everything one process knows about one dependency, shared by every policy built for it: the
  * fleet's view (breaker state pushed over SSE or polled, policy, latency), the counts waiting for
@@ -39,6 +47,8 @@ export class FleetDependency {
   /** The fleet breaker state last pushed or read; undefined until the first one arrives (treated as closed). */
   state: BreakerState | undefined;
   openUntil: number | null = null;
+  /** The operator's reason for a forced state, as the coordinator last said it. */
+  breakerReason: string | null = null;
   /** The coordinator's policy and latency summary, from GET /deps/{dep}. */
   policy: DependencyPolicy | undefined;
   /**
@@ -116,7 +126,7 @@ export class FleetDependency {
    * known), so an open fleet breaker or an operator's trip holds, and a recovery the fleet saw is kept.
    */
   fallbackStarts(now: number): void {
-    if (this.state !== undefined) this.local.adopt(this.fleetState(now), this.openUntil, now);
+    if (this.state !== undefined) this.local.adopt(this.fleetState(now), this.openUntil, now, this.breakerReason);
   }
 
   /** The policy the local fallback uses: the coordinator's when known, under the configured override. */
@@ -137,13 +147,36 @@ export class FleetDependency {
     return state;
   }
 
-  /** A state pushed over SSE, read from GET /deps, or returned by a report or a decision. */
-  applyState(state: BreakerState, openUntil?: number | null): void {
+  /**
+   * A state pushed over SSE, read from GET /deps, or returned by a report or a decision, with its
+   * `openUntil` and the operator's `reason` when the answer carries them.
+   */
+  applyState(state: BreakerState, openUntil?: number | null, reason?: string | null): void {
     const previous = this.state ?? 'closed';
     this.state = state;
     if (openUntil !== undefined) this.openUntil = openUntil;
     else if (state !== previous) this.openUntil = null;
+    if (reason !== undefined) this.breakerReason = reason;
+    else if (state !== previous) this.breakerReason = null;
     if (state !== previous) this.changes.emit({ dependency: this.name, from: previous, to: state, source: 'fleet' });
+  }
+
+  /** A decision's or a view's `breaker`, with whatever it says of `openUntil` and the reason. */
+  applyBreaker(breaker: BreakerWord): void {
+    this.applyState(breaker.state, breaker.openUntil, breaker.reason);
+  }
+
+  /** What the fleet said last of the breaker, as it stands at `now`: for a {@link BreakerOpenError}. */
+  breakerFacts(now: number): BreakerFacts {
+    const state = this.fleetState(now);
+    const forced = state === 'forced_open' || state === 'forced_closed';
+    const openUntil = state === this.state ? this.openUntil : null;
+    return {
+      state,
+      operatorReason: forced ? this.breakerReason : null,
+      openUntil,
+      retryAfterMs: openUntil === null ? null : Math.max(0, openUntil - now),
+    };
   }
 
   applyView(view: DependencyView, etag: string | undefined, now: number): void {
@@ -153,7 +186,7 @@ export class FleetDependency {
     this.etag = etag;
     this.lastReadAt = now;
     this.slowCallMs = this.localPolicy().breaker.slowCallMs;
-    this.applyState(view.breaker.state, view.breaker.openUntil);
+    this.applyBreaker(view.breaker);
   }
 
   /** A first attempt went out. */

@@ -17,6 +17,7 @@ export interface LeaseTransport {
 export class LeaseHold implements Expiring {
   /** When the renewal is due (real time, epoch ms). */
   expiresAt: number;
+  watchToken = 0;
   released = false;
   /** Renewals that succeeded. */
   renewals = 0;

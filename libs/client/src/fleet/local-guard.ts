@@ -11,9 +11,10 @@ import {
   type RandomSource,
 } from '@sluice/core';
 import type { BreakerState, DependencyPolicy, RetryRequest } from '@sluice/protocol';
+import type { BreakerFacts } from '../errors';
 
-/** A retry decision as the SDK uses it, whoever made it. */
-export interface RetryVerdict {
+/** The local fallback's retry decision. */
+export interface LocalRetryVerdict {
   allow: boolean;
   reason: string;
   delayMs: number;
@@ -91,6 +92,19 @@ export class LocalGuard {
     return state;
   }
 
+  /** The local breaker now, for a {@link BreakerOpenError} (an operator's reason, when it adopted a forced state). */
+  facts(now: number): BreakerFacts {
+    const { state, openUntil, reason } = this.machine.settle(now).record;
+    this.publish();
+    const forced = state === 'forced_open' || state === 'forced_closed';
+    return {
+      state,
+      operatorReason: forced ? reason : null,
+      openUntil,
+      retryAfterMs: openUntil === null ? null : Math.max(0, openUntil - now),
+    };
+  }
+
   /** While half-open, lets up to `halfOpenProbes` probes out at once. */
   tryProbe(now: number): boolean {
     if (this.state(now) !== 'half_open' || this.probesInFlight >= this.policy().breaker.halfOpenProbes) return false;
@@ -126,7 +140,7 @@ export class LocalGuard {
    * take over with its own view: open or half-open on a dependency the fleet has seen recover, or
    * closed while an operator holds the dependency open. The window's counts are kept.
    */
-  adopt(state: BreakerState, openUntil: number | null, now: number): void {
+  adopt(state: BreakerState, openUntil: number | null, now: number, reason: string | null = null): void {
     const { record } = this.machine.settle(now);
     this.machine.transitions.length = 0;
     if (state === record.state && openUntil === record.openUntil) return;
@@ -136,21 +150,21 @@ export class LocalGuard {
       openUntil: state === 'closed' || state === 'half_open' ? null : openUntil,
       opens: state === 'closed' ? 0 : Math.max(1, record.opens),
       probeSuccesses: 0,
-      reason: null,
+      reason: state === 'forced_open' || state === 'forced_closed' ? reason : null,
     };
     this.machine = new BreakerMachine(adopted);
     this.probesInFlight = 0;
   }
 
   /** May this process retry, on its own? The coordinator's rules, on local counts. */
-  decideRetry(request: RetryRequest, now: number, random: RandomSource): RetryVerdict {
+  decideRetry(request: RetryRequest, now: number, random: RandomSource): LocalRetryVerdict {
     const policy = this.policy();
     const delayMs = backoffDelay(
       policy.backoff,
       { attempt: request.attempt, retryAfterMs: request.retryAfterMs },
       random,
     );
-    const deny = (reason: string): RetryVerdict => ({ allow: false, reason, delayMs, breakerState: state });
+    const deny = (reason: string): LocalRetryVerdict => ({ allow: false, reason, delayMs, breakerState: state });
     const state = this.state(now);
     if (request.attempt + 1 > policy.retryBudget.maxAttempts) return deny('max_attempts');
     if (blocksCalls(state)) return deny('breaker_open');

@@ -9,7 +9,7 @@ import type {
   RetryDecision,
   RetryRequest,
 } from '@sluice/protocol';
-import { CoordinatorUnavailableError } from '../errors';
+import { ConfigError, CoordinatorUnavailableError, isConfigError } from '../errors';
 import { HeadTimeoutError, readBody, send, type Agents } from './http';
 import { ReAsks, newRequestId, unanswered } from './re-ask';
 
@@ -36,9 +36,10 @@ export interface AskTimeouts {
 }
 
 /**
- * The SDK's calls to the coordinator. Every failure (no connection, timeout, any non-2xx answer such
- * as 503 `store_unavailable`) is a {@link CoordinatorUnavailableError}; a failure without an answer
- * moves on to the next base URL for the following call.
+ * The SDK's calls to the coordinator. A 401 or 403 (the token is refused) is a {@link ConfigError};
+ * every other failure (no connection, timeout, any other non-2xx answer such as 503
+ * `store_unavailable`) is a {@link CoordinatorUnavailableError}; a failure without an answer moves
+ * on to the next base URL for the following call.
  *
  * Decisions (`retry`, `admit`) carry a fresh `requestId`. A call that gets no answer is asked again
  * within its time (see {@link ReAsks}): after a 503 `overloaded` or a connection never made, any
@@ -118,6 +119,7 @@ export class CoordinatorTransport {
       { accept: 'text/event-stream' },
       signal,
     );
+    if (response.statusCode === 401 || response.statusCode === 403) await this.parse(response, timeoutMs);
     if (response.statusCode !== 200) {
       response.resume();
       // An instance that does not serve the stream (shedding, or without its store): the next one is tried next.
@@ -156,6 +158,7 @@ export class CoordinatorTransport {
         const response = await this.request(index, method, path, body, endsAt - Date.now(), extraHeaders);
         return await read(response, Math.max(1, endsAt - Date.now()));
       } catch (error) {
+        if (isConfigError(error)) throw error;
         const failure = asUnavailable(error);
         if (unanswered(failure)) this.moveOn(index);
         const now = Date.now();
@@ -166,12 +169,13 @@ export class CoordinatorTransport {
     }
   }
 
-  /** Reads an answer: a 2xx one's JSON body (nothing when `expectEmpty`), else a CoordinatorUnavailableError. */
+  /** Reads an answer: a 2xx one's JSON body (nothing when `expectEmpty`), else a ConfigError (401, 403) or a CoordinatorUnavailableError. */
   private async parse<T>(response: IncomingMessage, timeoutMs: number, expectEmpty = false): Promise<T> {
     const timer = setTimeout(() => response.destroy(timeoutError(timeoutMs)), timeoutMs);
     try {
       const text = (await readBody(response)).toString('utf8');
       const status = response.statusCode ?? 0;
+      if (status === 401 || status === 403) throw refusal(status, text);
       if (status < 200 || status >= 300) {
         throw new CoordinatorUnavailableError(`the coordinator answered ${status}: ${text.slice(0, 200)}`, {
           status,
@@ -181,7 +185,7 @@ export class CoordinatorTransport {
       }
       return (expectEmpty ? undefined : JSON.parse(text)) as T;
     } catch (error) {
-      throw asUnavailable(error);
+      throw isConfigError(error) ? error : asUnavailable(error);
     } finally {
       clearTimeout(timer);
     }
@@ -229,12 +233,27 @@ export class CoordinatorTransport {
 
 /** The API error code of an error body, if it has one. */
 function errorCode(text: string): string | undefined {
+  const code = errorField(text, 'code');
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** One field of a JSON error body; undefined when the body is not JSON. */
+function errorField(text: string, name: 'code' | 'message'): unknown {
   try {
-    const code = (JSON.parse(text) as { code?: unknown } | null)?.code;
-    return typeof code === 'string' ? code : undefined;
+    return (JSON.parse(text) as Record<string, unknown> | null)?.[name];
   } catch {
     return undefined;
   }
+}
+
+/** The coordinator refused the token: its status, code and own message. */
+function refusal(status: number, text: string): ConfigError {
+  const message = errorField(text, 'message');
+  return new ConfigError(
+    status,
+    errorCode(text) ?? (status === 401 ? 'unauthorized' : 'forbidden'),
+    typeof message === 'string' ? message : text.slice(0, 200) || 'no message',
+  );
 }
 
 /** A `Retry-After` of whole seconds, in ms. */

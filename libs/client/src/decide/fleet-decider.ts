@@ -1,0 +1,176 @@
+import type { Clock } from '@sluice/core';
+import type { AdmitDecision, BreakerState, RetryDecision, RetryRequest } from '@sluice/protocol';
+import { isConfigError, type BreakerFacts } from '../errors';
+import type { CoordinatorLink } from '../fleet/coordinator-link';
+import type { BreakerWord, FleetDependency } from '../fleet/fleet-dependency';
+import type { LeaseHold, LeaseKeeper } from '../fleet/leases';
+import type { AskTimeouts, CoordinatorTransport } from '../transport/coordinator-transport';
+
+/** The coordinator calls decisions need. */
+export type DecisionTransport = Pick<CoordinatorTransport, 'retry' | 'admit'>;
+import { within } from '../within';
+import type { AdmitAnswer, Decider, RetryVerdict } from './decider';
+
+const NOT_YET = { allow: false, reason: 'coordinator_unavailable', delayMs: 0 } as const;
+const REFUSED_TOKEN = { allow: false, reason: 'config_error', delayMs: 0 } as const;
+
+/** How long a decision is waited for, and how long its request may take. */
+export interface DecisionTimeouts {
+  decisionTimeoutMs: number;
+  requestTimeoutMs: number;
+}
+
+/**
+ * The fleet's decisions: the coordinator's retry and admit answers, waited for within the decision
+ * timeout. It answers `undefined` when the coordinator did not answer and the fallback is to decide
+ * (see {@link InsuredDecider}); a refused token is a `config_error` answer, never `undefined`.
+ */
+export class FleetDecider implements Decider {
+  constructor(
+    private readonly transport: DecisionTransport,
+    private readonly link: CoordinatorLink,
+    private readonly leases: LeaseKeeper,
+    private readonly clock: Clock,
+    private readonly timeouts: DecisionTimeouts,
+  ) {}
+
+  breakerState(dependency: FleetDependency, now: number): BreakerState {
+    return dependency.fleetState(now);
+  }
+
+  breakerFacts(dependency: FleetDependency, now: number): BreakerFacts {
+    return dependency.breakerFacts(now);
+  }
+
+  /**
+   * POST /retry. Before the fallback takes over, a decision that failed or came late allows no
+   * retry (a slow coordinator never lets the fleet's budget leak through every client's own);
+   * undefined once it has taken over.
+   */
+  async retry(dependency: FleetDependency, request: RetryRequest): Promise<RetryVerdict | undefined> {
+    if (this.link.configError) return REFUSED_TOKEN;
+    const askedAt = this.clock.now();
+    const answer = this.transport.retry(dependency.name, request, this.decisionTimeouts());
+    const answered = (decision: RetryDecision) => {
+      this.link.succeeded('retry');
+      dependency.applyBreaker(decision.breaker);
+    };
+    try {
+      const decision = await within(answer, this.timeouts.decisionTimeoutMs);
+      if (decision === undefined) {
+        // Slow is not down: the late answer, or its failure, tells the link. No retry without a grant.
+        void answer.then(answered, (error: unknown) => this.link.failed('retry', error, askedAt));
+        return NOT_YET;
+      }
+      answered(decision);
+      const now = this.clock.now();
+      if (decision.allow) dependency.local.countFleetRetry(now);
+      const verdict: RetryVerdict = { allow: decision.allow, reason: decision.reason, delayMs: decision.delayMs };
+      if (decision.reason === 'breaker_open') verdict.breaker = factsOf(decision.breaker, decision.retryAfterMs, now);
+      return verdict;
+    } catch (error) {
+      if (isConfigError(error)) {
+        this.link.failed('retry', error);
+        return REFUSED_TOKEN;
+      }
+      // A hiccup, not yet an outage: no retry without the fleet's grant.
+      return this.link.failed('retry', error, askedAt) ? undefined : NOT_YET;
+    }
+  }
+
+  /**
+   * POST /admit, with the attempt's cost: the probe and lease it grants, or its refusal; undefined
+   * when it does not answer in time (the fallback decides this attempt). The request itself may
+   * take the longer request timeout: a lease granted in an answer that comes after the caller
+   * stopped waiting is released rather than left to expire.
+   */
+  async admit(dependency: FleetDependency, cost: number): Promise<AdmitAnswer | undefined> {
+    if (this.link.configError) return { allow: false, reason: 'config_error' };
+    // Attempts the fallback let out hold no lease: while they run, the fleet undercounts this process.
+    const held = dependency.limited ? dependency.localLimits.whileUnleased() : undefined;
+    if (held) return held;
+    const askedAt = Date.now();
+    const startedAt = this.clock.now();
+    const answer = this.transport.admit(dependency.name, this.decisionTimeouts(), cost);
+    let decision: AdmitDecision | undefined;
+    try {
+      decision = await within(answer, this.timeouts.decisionTimeoutMs);
+    } catch (error) {
+      this.link.failed('admit', error, startedAt);
+      return isConfigError(error) ? { allow: false, reason: 'config_error' } : undefined;
+    }
+    if (decision === undefined) {
+      // Slow is not down: the late answer, or its failure, tells the link; the local limits decide this call.
+      void answer.then(
+        (late) => {
+          this.link.succeeded('admit');
+          if (late.lease) this.leases.releaseUnheld(dependency.name, late.lease.id);
+        },
+        (error: unknown) => this.link.failed('admit', error, startedAt),
+      );
+      return undefined;
+    }
+    this.link.succeeded('admit');
+    dependency.applyBreaker(decision.breaker);
+    return this.answerOf(dependency, decision, cost, askedAt);
+  }
+
+  private answerOf(dependency: FleetDependency, decision: AdmitDecision, cost: number, askedAt: number): AdmitAnswer {
+    if (decision.allow) return this.admitted(dependency, decision, cost, askedAt);
+    if (decision.reason === 'rate_limited' || decision.reason === 'concurrency_limited') {
+      return { allow: false, reason: decision.reason, retryAfterMs: decision.retryAfterMs };
+    }
+    return {
+      allow: false,
+      reason: 'breaker_open',
+      breaker: factsOf(decision.breaker, decision.retryAfterMs, this.clock.now()),
+    };
+  }
+
+  /**
+   * The fleet admitted an attempt: its probe token and lease, and the local limits kept warm. A
+   * grant this process cannot take up (the fallback let attempts out meanwhile: they hold no lease,
+   * so the fleet did not count them, and the local count is full) gives the lease back, and the
+   * local refusal stands.
+   */
+  private admitted(dependency: FleetDependency, decision: AdmitDecision, cost: number, askedAt: number): AdmitAnswer {
+    if (decision.lease && dependency.limited) {
+      const refusal = dependency.localLimits.whileUnleased();
+      if (refusal) {
+        this.leases.releaseUnheld(dependency.name, decision.lease.id);
+        return refusal;
+      }
+    }
+    const probe = decision.probe === undefined ? undefined : { token: decision.probe.token };
+    const slot = dependency.limited && dependency.localLimits.granted(this.clock.now(), cost) ? 'leased' : undefined;
+    let lease: LeaseHold | undefined;
+    if (decision.lease) {
+      const leaseMs = dependency.policy?.concurrency?.leaseMs ?? Math.max(100, decision.lease.expiresAt - askedAt);
+      lease = this.leases.hold(dependency.name, decision.lease.id, leaseMs, askedAt);
+    }
+    return { allow: true, probe, permit: lease || slot ? { lease, slot } : undefined };
+  }
+
+  /**
+   * A decision's request may take the longer of the two timeouts (a late answer still tells the
+   * link, and an admit's late lease is released); it is asked again, with the same `requestId`,
+   * only while the caller still waits for it, within the decision timeout.
+   */
+  private decisionTimeouts(): AskTimeouts {
+    const { decisionTimeoutMs, requestTimeoutMs } = this.timeouts;
+    return { timeoutMs: Math.max(decisionTimeoutMs, requestTimeoutMs), reAskWithinMs: decisionTimeoutMs };
+  }
+}
+
+/** What a decision's `breaker` and `retryAfterMs` say of the breaker that refused. */
+function factsOf(breaker: BreakerWord, retryAfterMs: number | undefined, now: number): BreakerFacts {
+  const forced = breaker.state === 'forced_open' || breaker.state === 'forced_closed';
+  const openUntil = breaker.openUntil ?? null;
+  const fromOpenUntil = openUntil === null ? null : Math.max(0, openUntil - now);
+  return {
+    state: breaker.state,
+    operatorReason: forced ? (breaker.reason ?? null) : null,
+    openUntil,
+    retryAfterMs: retryAfterMs !== undefined && retryAfterMs > 0 ? retryAfterMs : fromOpenUntil,
+  };
+}

@@ -1,0 +1,14 @@
+import { LOCAL_PROBE, type Probe } from '../decide/decider';
+import type { FleetDependency } from '../fleet/fleet-dependency';
+import type { SluiceRuntime } from '../runtime';
+
+/** A probe's outcome: the local breaker's own, or reported to the fleet at once with its token. */
+export function probeSettled(runtime: SluiceRuntime, fleet: FleetDependency, probe: Probe, success: boolean): void {
+  if (probe === LOCAL_PROBE) fleet.local.probeOutcome(success, runtime.clock.now());
+  else runtime.reportProbe(fleet, probe.token, success);
+}
+
+/** A probe that ends with no outcome (abandoned, or never sent): a local one is given back; a fleet one's lease expires. */
+export function probeAbandoned(fleet: FleetDependency, probe: Probe | undefined): void {
+  if (probe === LOCAL_PROBE) fleet.local.releaseProbe();
+}

@@ -1,0 +1,50 @@
+import { MAX_DURATION_MS, MAX_RETRY_ATTEMPT, type RetryRequest } from '@sluice/protocol';
+import { sleep } from '../abortable-sleep';
+import { classify, retryDenial, type Failure } from '../classification';
+import { BreakerOpenError, DeadlineExceededError, GiveUpError, type GiveUpReason } from '../errors';
+import type { Call } from './call';
+import type { CallPolicy } from './call-policy';
+
+/**
+ * After a failed round: gives up (throws) or waits the granted backoff (never less than the
+ * dependency's Retry-After). A failure that is not retriable at all is rethrown as it is.
+ */
+export async function retryStep(policy: CallPolicy, call: Call, error: unknown): Promise<void> {
+  const { name, options, runtime } = policy;
+  const { clock } = runtime;
+  const failure = classify(error, options.classifiers);
+  const denial = retryDenial(failure, call.idempotent, call.key !== undefined);
+  if (denial === 'not_retriable') throw error;
+  const giveUp = (reason: GiveUpReason) => policy.givingUp(call, new GiveUpError(name, reason, error, call.launched));
+  const deadlineExceeded = () => policy.givingUp(call, new DeadlineExceededError(name, error, call.launched));
+  if (denial) throw giveUp(denial);
+  if (failure.retriedDownstream) throw giveUp('downstream_retried');
+  if (call.launched >= options.maxAttempts) throw giveUp('max_attempts');
+  if (call.request && call.request.attempt > 1 && !options.retryWhenServingRetry) throw giveUp('upstream_retry');
+  const remaining = call.deadlineAt - clock.now();
+  if (remaining <= 0) throw deadlineExceeded();
+  const verdict = await runtime.decider.retry(policy.fleet, retryRequest(call.launched, remaining, failure));
+  if (!verdict.allow) {
+    if (verdict.reason === 'breaker_open') {
+      const breaker = verdict.breaker ?? runtime.decider.breakerFacts(policy.fleet, clock.now());
+      throw policy.givingUp(call, new BreakerOpenError(name, breaker, error, call.launched));
+    }
+    if (verdict.reason === 'deadline_exceeded') throw deadlineExceeded();
+    throw giveUp(verdict.reason as GiveUpReason);
+  }
+  const delayMs = Math.max(verdict.delayMs, Math.ceil(failure.retryAfterMs ?? 0));
+  if (clock.now() + delayMs >= call.deadlineAt) throw deadlineExceeded();
+  policy.retrying({ dependency: name, attempt: call.launched + 1, delayMs, error, hedge: false });
+  await sleep(delayMs, call.signal);
+}
+
+/** The body of POST /retry for a failure after `launched` attempts. */
+export function retryRequest(launched: number, remainingMs: number, failure: Failure): RetryRequest {
+  return {
+    attempt: Math.min(launched, MAX_RETRY_ATTEMPT),
+    idempotent: true,
+    deadlineMs: Math.min(Math.floor(remainingMs), MAX_DURATION_MS),
+    ...(failure.status !== undefined ? { status: failure.status } : { error: failure.error ?? 'other' }),
+    ...(failure.retryAfterMs ? { retryAfterMs: Math.min(Math.ceil(failure.retryAfterMs), MAX_DURATION_MS) } : {}),
+  };
+}
