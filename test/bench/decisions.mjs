@@ -116,7 +116,7 @@ async function measureRedisBenchmark(redis) {
     BUDGET.minRetriesPerSecond,
     BUDGET.windowSeconds,
     25,
-    -1,
+    '',
     `${tagged}:events`,
     'dep',
     10,

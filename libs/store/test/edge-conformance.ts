@@ -1,5 +1,6 @@
 import {
   DEFAULT_DEPENDENCY_POLICY,
+  MAX_STORED_RESPONSE_BYTES,
   type BreakerPolicy,
   type ConcurrencyPolicy,
   type RateLimitPolicy,
@@ -63,15 +64,17 @@ export function describeEdgeConformance(label: string, open: () => Promise<EdgeS
       return Promise.all(Array.from({ length: count }, () => store.takeRateLimit(ref, policy, cost)));
     };
 
+    const admission = (limits: { rateLimit?: RateLimitPolicy; concurrency?: ConcurrencyPolicy } = {}) => ({
+      breaker: TRIPPING,
+      probeToken: `probe-${++sequence}`,
+      rateLimit: limits.rateLimit ?? null,
+      cost: 1,
+      concurrency: limits.concurrency ?? null,
+      leaseId: `lease-${++sequence}`,
+    });
     const admit = (ref: DependencyRef, limits: { rateLimit?: RateLimitPolicy; concurrency?: ConcurrencyPolicy } = {}) =>
-      store.admit(ref, {
-        breaker: TRIPPING,
-        probeToken: `probe-${++sequence}`,
-        rateLimit: limits.rateLimit ?? null,
-        cost: 1,
-        concurrency: limits.concurrency ?? null,
-        leaseId: `lease-${++sequence}`,
-      });
+      store.admit(ref, admission(limits));
+
     describe('GCRA at fractional intervals', () => {
       it('grants both of two simultaneous takes at 6/s with a burst of 2, every time', async () => {
         const runs = await Promise.all(
@@ -251,6 +254,56 @@ export function describeEdgeConformance(label: string, open: () => Promise<EdgeS
         await report(ref);
         await report(ref);
         expect((await read(ref)).outcomes).toEqual({ successes: 2, failures: 0, slow: 0 });
+      });
+    });
+
+    describe('drift between the stores', () => {
+      it('answers opens and probe successes from the record', async () => {
+        const ref = freshRef();
+        const policy = { budgetWindowSeconds: 10, breaker: { ...TRIPPING, closeAfterSuccesses: 2 } };
+        await store.recordOutcomes(ref, batch({ requests: 10, failures: 10 }), policy);
+        await subject.pass(350);
+        const probe = (await store.admit(ref, { ...admission(), breaker: policy.breaker })).probe!;
+        const after = await store.recordOutcomes(
+          ref,
+          { ...batch({}), probes: [{ token: probe.token, success: true }] },
+          policy,
+        );
+        expect(after.breaker.record).toMatchObject({ state: 'half_open', opens: 1, probeSuccesses: 1 });
+        const read = await store.readDependency(ref, { budget: BUDGET, outcomeWindowSeconds: 10 });
+        expect(read.breaker.record).toMatchObject({ state: 'half_open', opens: 1, probeSuccesses: 1 });
+      });
+
+      it('takes a negative deadline as passed, not as none', async () => {
+        const decision = await store.decideRetry(freshRef(), { budget: BUDGET, delayMs: 0, deadlineMs: -1 });
+        expect(decision.verdict).toBe('deadline_exceeded');
+      });
+
+      it('takes a negative trip duration as lapsed, not as until reset', async () => {
+        const ref = freshRef();
+        await store.setBreaker(ref, { action: 'trip', reason: 'test', durationMs: -1 });
+        const read = await store.readDependency(ref, { budget: BUDGET, outcomeWindowSeconds: 10 });
+        expect(read.breaker.record.state).toBe('closed');
+      });
+
+      it('refuses to store a response past 256 KiB, and keeps the key in flight', async () => {
+        const ref = { namespace: 'edges', key: `Order:${++sequence}` };
+        await store.claimIdempotencyKey(ref, { fingerprint: 'f', token: 't', leaseMs: 30_000, retentionMs: 60_000 });
+        const response = (bytes: number) =>
+          JSON.stringify({
+            status: 200,
+            headers: { 'content-type': 'text/plain' },
+            body: 'x'.repeat(bytes),
+            bodyEncoding: 'utf8',
+          });
+        const limit = MAX_STORED_RESPONSE_BYTES - 'content-type'.length - 'text/plain'.length;
+        await expect(
+          store.completeIdempotencyKey(ref, { token: 't', response: response(limit + 1) }),
+        ).rejects.toMatchObject({
+          name: 'StoredResponseTooLargeError',
+        });
+        expect(await store.readIdempotencyKey(ref)).toMatchObject({ state: 'in_flight' });
+        expect(await store.completeIdempotencyKey(ref, { token: 't', response: response(limit) })).toBe('completed');
       });
     });
 

@@ -32,12 +32,5 @@ export function storedResponseProblems(response: StoredResponse): ErrorDetail[] 
   return problems;
 }
 
-/** Body bytes plus header names and values: what the size limit counts. */
-export function storedResponseBytes(response: StoredResponse): number {
-  let bytes = Buffer.byteLength(response.body, response.bodyEncoding === 'base64' ? 'base64' : 'utf8');
-  for (const [name, value] of Object.entries(response.headers)) {
-    bytes += name.length;
-    for (const item of Array.isArray(value) ? value : [value]) bytes += Buffer.byteLength(item);
-  }
-  return bytes;
-}
+/** Body bytes plus header names and values: what the size limit counts (the store counts the same). */
+export { storedResponseBytes } from '@sluice/store';

@@ -5,6 +5,7 @@ import {
   type IdempotencyEntry,
 } from '@sluice/core';
 import type { IdempotencyStore } from '../roles/idempotency';
+import { assertStorableResponse } from '../stored-response';
 import type { MemoryContext } from './context';
 import { ExpiringMap } from './expiring-map';
 
@@ -47,6 +48,7 @@ export function memoryIdempotency(context: MemoryContext): IdempotencyStore {
     },
 
     async completeIdempotencyKey(ref, completion) {
+      assertStorableResponse(completion.response);
       const now = context.now();
       const key = recordKey(ref);
       const completed = completeIdempotencyEntry(records.get(key, now), completion.token, completion.response, now);

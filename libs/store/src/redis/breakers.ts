@@ -11,12 +11,12 @@ export function breakerFromReply(reply: ReadonlyArray<string | number>, offset: 
     state: reply[offset] as BreakerState,
     since: nullable(reply[offset + 1]),
     openUntil: nullable(reply[offset + 2]),
-    opens: 0,
-    probeSuccesses: 0,
     reason: reply[offset + 3] === '' ? null : String(reply[offset + 3]),
+    opens: Number(reply[offset + 4]),
+    probeSuccesses: Number(reply[offset + 5]),
   };
   const transitions: BreakerTransition[] = [];
-  for (let i = offset + 4; i + 1 < reply.length; i += 2) {
+  for (let i = offset + 6; i + 1 < reply.length; i += 2) {
     transitions.push({ from: reply[i] as BreakerState, to: reply[i + 1] as BreakerState });
   }
   return { record, transitions };
@@ -34,7 +34,7 @@ export function redisBreakers(scripts: ScriptRunner, keys: SluiceKeys): BreakerA
         dependency.reporters,
         dependency.probes,
         action.action,
-        action.action === 'reset' ? -1 : (action.durationMs ?? -1),
+        action.action === 'reset' ? '' : (action.durationMs ?? ''),
         action.action === 'reset' ? '' : action.reason,
         dependency.events,
         ref.dependency,

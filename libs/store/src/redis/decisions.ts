@@ -49,7 +49,7 @@ export function redisDecisions(scripts: ScriptRunner, keys: SluiceKeys): Omit<De
         budget.minRetriesPerSecond,
         budget.windowSeconds,
         request.delayMs,
-        request.deadlineMs ?? -1,
+        request.deadlineMs ?? '',
         dependency.events,
         ref.dependency,
         request.latencyWindowSeconds ?? DEFAULT_DEPENDENCY_POLICY.breaker.windowSeconds,

@@ -1,6 +1,7 @@
 import type { SluiceKeys } from '../keys';
 import type { IdempotencyRef, IdempotencyStore } from '../roles/idempotency';
 import type { ReplicaWrites } from './replica-writes';
+import { assertStorableResponse } from '../stored-response';
 import { scriptOutcome } from './script-codes';
 import type { ScriptRunner } from './script-runner';
 
@@ -47,6 +48,7 @@ export function redisIdempotency(scripts: ScriptRunner, keys: SluiceKeys, replic
     },
 
     async completeIdempotencyKey(ref, completion) {
+      assertStorableResponse(completion.response);
       const key = record(ref);
       const args = [key, completion.token, completion.response] as const;
       if (!replicas.waitsFor(key)) {

@@ -40,7 +40,7 @@ export function redisRetryBatches(scripts: ScriptRunner, keys: SluiceKeys): Pick
       ];
       for (const ask of asks) {
         askKeys.push(requests.retry(ask.requestId));
-        args.push(ask.delayMs, ask.deadlineMs ?? -1, ask.requestId ?? '', ask.read ? 'r' : 'd');
+        args.push(ask.delayMs, ask.deadlineMs ?? '', ask.requestId ?? '', ask.read ? 'r' : 'd');
       }
       const reply = await scripts.runWithKeys('decide_retries', askKeys, args);
       const decisions = asks.map((ask, i) =>

@@ -63,7 +63,10 @@ export interface IdempotencyStore {
   /** Claims an idempotency key, or tells why not: completed, in flight or another fingerprint. */
   claimIdempotencyKey(ref: IdempotencyRef, claim: IdempotencyClaim): Promise<IdempotencyClaimOutcome>;
 
-  /** Stores the response of a claimed key; only its current token may. Kept `retentionMs` from now. */
+  /**
+   * Stores the response of a claimed key; only its current token may. Kept `retentionMs` from now.
+   * A response past MAX_STORED_RESPONSE_BYTES is refused with StoredResponseTooLargeError, storing nothing.
+   */
   completeIdempotencyKey(ref: IdempotencyRef, completion: IdempotencyCompletion): Promise<IdempotencyCompletionOutcome>;
 
   /** Forgets an in-flight key whose work did not happen; only its current token may. */

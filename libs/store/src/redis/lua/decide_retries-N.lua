@@ -16,7 +16,7 @@
     ARGV[5] dependency name
     ARGV[6] latency windowSeconds (the breaker window)
     ARGV[7] how long a grant is kept for a repeat, ms
-    ARGV[8 + 4(i - 1)] .. ARGV[11 + 4(i - 1)] ask i's delayMs, deadlineMs (-1 when none), request id
+    ARGV[8 + 4(i - 1)] .. ARGV[11 + 4(i - 1)] ask i's delayMs, deadlineMs ('' when none; a negative one has passed), request id
       ('' when none) and mode: 'd' to decide it, 'r' for an ask already denied before the store
       (only the budget is read, as read_dependency-4.lua reads it)
 

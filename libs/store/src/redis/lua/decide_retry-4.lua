@@ -16,7 +16,7 @@
     ARGV[2] minRetriesPerSecond
     ARGV[3] windowSeconds
     ARGV[4] delayMs: the backoff the caller would wait
-    ARGV[5] deadlineMs: the caller's remaining deadline, -1 when none
+    ARGV[5] deadlineMs: the caller's remaining deadline, '' when none (a negative one has passed)
     ARGV[6] event channel
     ARGV[7] dependency name
     ARGV[8] latency windowSeconds (the breaker window)

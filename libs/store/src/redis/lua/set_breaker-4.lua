@@ -9,7 +9,7 @@
     KEYS[3] failing reporters sorted set
     KEYS[4] probe leases sorted set
     ARGV[1] action: trip, force_close or reset
-    ARGV[2] durationMs, -1 for until reset
+    ARGV[2] durationMs, '' for until reset (a negative one has lapsed)
     ARGV[3] reason
     ARGV[4] event channel
     ARGV[5] dependency name
@@ -27,7 +27,7 @@ local reason = ARGV[3]
 local _, nowMs = serverTime()
 local breaker = breakerLoad(KEYS[1])
 breakerSettle(breaker, nowMs)
-local openUntil = durationMs >= 0 and nowMs + durationMs or nil
+local openUntil = durationMs and nowMs + durationMs or nil
 if action == 'trip' then
   breakerMove(breaker, 'forced_open', nowMs, openUntil, 0, 0, reason)
 elseif action == 'force_close' then

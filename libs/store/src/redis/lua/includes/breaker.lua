@@ -117,13 +117,15 @@ local function breakerNow(key, nowMs, channel, dependency)
   return b
 end
 
--- The reply tail every breaker-aware script returns: state, since, openUntil, reason, then
--- from/to pairs of the transitions.
+-- The reply tail every breaker-aware script returns: state, since, openUntil, reason, opens,
+-- probe successes, then from/to pairs of the transitions.
 local function breakerReply(b, reply)
   reply[#reply + 1] = b.state
   reply[#reply + 1] = b.since or -1
   reply[#reply + 1] = b.openUntil or -1
   reply[#reply + 1] = b.reason or ''
+  reply[#reply + 1] = b.opens
+  reply[#reply + 1] = b.successes
   for _, t in ipairs(b.transitions) do
     reply[#reply + 1] = t[1]
     reply[#reply + 1] = t[2]

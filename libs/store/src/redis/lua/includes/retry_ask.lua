@@ -7,7 +7,8 @@
 
   `dep` is the dependency as the script sees it: budgetKey, latencyKey, ratio, minRetriesPerSecond,
   windowSeconds, latencyWindowSeconds, keepMs, second, nowMs and breaker (breakerNow's); the
-  function caches the window's sums and p99 in it between asks.
+  function caches the window's sums and p99 in it between asks. deadlineMs is nil when the caller
+  has none; a negative one has passed.
   Returns { code, retries, requests, limit, delayMs, retryAfterMs (-1: none or unknown) }.
 
   retryBudgetRead(dep) answers an ask decided before the store (not_retriable, max_attempts, …):
@@ -41,12 +42,12 @@ local function retryAsk(dep, delayMs, deadlineMs, requestId, requestKey)
       retryAfterMs = math.max(dep.breaker.openUntil - dep.nowMs, 0)
     end
   else
-    if deadlineMs >= 0 and not dep.p99 then
+    if deadlineMs ~= nil and not dep.p99 then
       -- The fleet's p99 latency over the breaker window; 0 while nothing is known.
       local sums = windowSum(dep.latencyKey, LATENCY_FIELDS, dep.second, dep.latencyWindowSeconds)
       dep.p99 = latencyQuantile(sums, 0.99) or 0
     end
-    if deadlineMs >= 0 and delayMs + dep.p99 > deadlineMs then
+    if deadlineMs ~= nil and delayMs + dep.p99 > deadlineMs then
       code = CODE.deadline_exceeded
     elseif retries + 1 > limit then
       code = CODE.budget_exhausted
