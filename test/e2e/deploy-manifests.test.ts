@@ -31,6 +31,7 @@ const ALERTS = [
   'SluiceCircuitBreakerOpen',
   'SluiceCircuitBreakerFlapping',
   'SluiceStoreUnavailable',
+  'SluiceStoreReset',
   'SluiceDecisionLatencyHigh',
   'SluiceDown',
 ];
@@ -73,6 +74,25 @@ function knownVariable(name: string): boolean {
   } catch (error) {
     return error instanceof ConfigError && error.variable === name;
   }
+}
+
+/** `--name value` pairs of a redis-server command line, by name. */
+function redisArguments(args: string[]): Record<string, string> {
+  const pairs: Record<string, string> = {};
+  for (let i = 0; i < args.length; i++) {
+    if (args[i].startsWith('--')) pairs[args[i].slice(2)] = args[i + 1];
+  }
+  return pairs;
+}
+
+/** The directives of a redis.conf, by name. */
+function redisConf(text: string): Record<string, string> {
+  const directives: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const match = /^([a-z-]+)\s+(.*)$/.exec(line.trim());
+    if (match) directives[match[1]] = match[2].replace(/^"(.*)"$/, '$1');
+  }
+  return directives;
 }
 
 function yamlFile(path: string): Doc {
@@ -332,6 +352,13 @@ describe('deployment files match the code', () => {
       },
     );
 
+    it('runs Redis with AOF (appendfsync everysec) on a volume, so a restart keeps the state', () => {
+      const args = redisArguments(services.redis.command as string[]);
+      expect(args).toMatchObject({ appendonly: 'yes', appendfsync: 'everysec' });
+      expect(services.redis.volumes).toEqual([expect.stringMatching(/^redis-data:\/data$/)]);
+      expect(compose.volumes).toHaveProperty('redis-data');
+    });
+
     it("Prometheus scrapes both coordinators' /metrics under job sluice and loads the rule file", async () => {
       const prometheus = services.prometheus;
       const configPath = (prometheus.command as string[]).find((a) => a.startsWith('--config.file='))!.split('=')[1];
@@ -418,6 +445,34 @@ describe('deployment files match the code', () => {
     );
   });
 
+  describe('Redis Cluster example (deploy/redis-cluster)', () => {
+    const dir = join(DEPLOY, 'redis-cluster');
+    const conf = redisConf(readFileSync(join(dir, 'redis-cluster.conf'), 'utf8'));
+    const compose = yamlFile(join(dir, 'docker-compose.yml'));
+
+    it('keeps healthy masters answering through a failover, tuned to fail over in seconds, with AOF', () => {
+      expect(conf).toMatchObject({
+        'cluster-enabled': 'yes',
+        'cluster-require-full-coverage': 'no',
+        appendonly: 'yes',
+        appendfsync: 'everysec',
+        'maxmemory-policy': 'noeviction',
+      });
+      expect(Number(conf['cluster-node-timeout'])).toBeLessThanOrEqual(5000);
+    });
+
+    it('starts 3 masters with a replica each, every node on that configuration', () => {
+      const nodes = Object.entries(compose.services as Record<string, Doc>).filter(([name]) =>
+        name.startsWith('redis-'),
+      );
+      expect(nodes).toHaveLength(6);
+      for (const [, node] of nodes) {
+        expect(node.volumes).toEqual(['./redis-cluster.conf:/usr/local/etc/redis/redis.conf:ro']);
+      }
+      expect(compose.services['cluster-create'].command).toContain('--cluster-replicas 1');
+    });
+  });
+
   describe('Kubernetes manifests (deploy/kubernetes)', () => {
     const files = readdirSync(KUBERNETES).filter((file) => file.endsWith('.yaml'));
     const documents = files
@@ -449,7 +504,7 @@ describe('deployment files match the code', () => {
       );
       const kustomization = yamlFile(join(KUBERNETES, 'kustomization.yaml'));
       expect([...(kustomization.resources as string[])].sort()).toEqual(
-        files.filter((f) => f !== 'kustomization.yaml').sort(),
+        [...files.filter((f) => f !== 'kustomization.yaml'), 'redis'].sort(),
       );
       expect(kustomization.images).toEqual([{ name: 'sluice', newTag: packageJson.version }]);
     });
@@ -558,6 +613,39 @@ describe('deployment files match the code', () => {
       expect(monitor.spec.endpoints).toEqual([expect.objectContaining({ port: 'http', path: '/metrics' })]);
       expect(monitor.spec.jobLabel).toBeUndefined();
       await expectRoute('/metrics');
+    });
+
+    describe('Redis (deploy/kubernetes/redis)', () => {
+      const dir = join(KUBERNETES, 'redis');
+      const redisDocs = readdirSync(dir)
+        .filter((file) => file !== 'kustomization.yaml')
+        .map((file) => yamlFile(join(dir, file)));
+      const statefulSet = redisDocs.find((doc) => doc.kind === 'StatefulSet')!;
+      const service = redisDocs.find((doc) => doc.kind === 'Service')!;
+
+      it('lists its files in its kustomization.yaml', () => {
+        expect([...(yamlFile(join(dir, 'kustomization.yaml')).resources as string[])].sort()).toEqual(
+          readdirSync(dir)
+            .filter((file) => file !== 'kustomization.yaml')
+            .sort(),
+        );
+      });
+
+      it('runs Redis with AOF (appendfsync everysec), no eviction, its data on a volume claim', () => {
+        const [container] = statefulSet.spec.template.spec.containers;
+        const args = redisArguments(container.args as string[]);
+        expect(args).toMatchObject({ appendonly: 'yes', appendfsync: 'everysec', 'maxmemory-policy': 'noeviction' });
+        const [claim] = statefulSet.spec.volumeClaimTemplates;
+        expect(container.volumeMounts).toEqual([{ name: claim.metadata.name, mountPath: args.dir }]);
+      });
+
+      it('is the Service the coordinators reach (the host and port of SLUICE_REDIS_URL)', () => {
+        const env = one('Deployment').spec.template.spec.containers[0].env as Array<{ name: string; value: string }>;
+        const url = new URL(env.find((variable) => variable.name === 'SLUICE_REDIS_URL')!.value);
+        expect(service.metadata.name).toBe(url.hostname);
+        expect(service.spec.ports[0].port).toBe(Number(url.port));
+        expect(matchesSelector(service.spec.selector, statefulSet.spec.template.metadata.labels)).toBe(true);
+      });
     });
 
     it('the PodDisruptionBudget and HorizontalPodAutoscaler target the Deployment and keep a replica up', () => {

@@ -225,8 +225,7 @@ export class PolicyService implements BeforeApplicationShutdown {
     const watch: Watch = {};
     this.watches.set(namespace, watch);
     const onEvent = (event: StoreEvent) => {
-      // After a lost subscription (resync) a change may have been missed: read again.
-      if (event.type === 'policy' || event.type === 'resync') this.invalidate(namespace);
+      if (event.type === 'policy') this.invalidate(namespace);
     };
     Promise.resolve()
       .then(() => this.store.subscribeNamespace(namespace, onEvent))

@@ -6,9 +6,7 @@ import type { PolicyKind } from './policies';
 export type StoreEvent =
   | { type: 'breaker'; dep: string; from: BreakerState; state: BreakerState; since: number; openUntil: number | null }
   | { type: 'dependency'; dep: string }
-  | { type: 'policy'; kind: PolicyKind; name: string }
-  /** The subscription was lost and is back: events published meanwhile were missed, so read the state again. */
-  | { type: 'resync' };
+  | { type: 'policy'; kind: PolicyKind; name: string };
 
 export type EventHandler = (event: StoreEvent) => void;
 export type Unsubscribe = () => Promise<void>;
