@@ -28,7 +28,7 @@ export async function edgeRedisStoreUnderTest(
       const moved = tat ? `${Number(tat[1]) + ms}${tat[2]}` : String(Number(value) + ms);
       await client.set(key, moved, 'KEEPTTL');
     } else if (type === 'zset') {
-      const entries = await client.zrange(key, 0, -1, 'WITHSCORES');
+      const entries: string[] = await client.zrange(key, '0', '-1', 'WITHSCORES');
       for (let i = 0; i < entries.length; i += 2) await client.zadd(key, Number(entries[i + 1]) + ms, entries[i]);
     } else if (type === 'hash') {
       const seconds = Math.round(ms / 1000);

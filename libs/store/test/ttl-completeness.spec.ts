@@ -121,7 +121,7 @@ describe('RedisStore: every key a script writes has a TTL within its bound, or i
       await store.recordDeliveryAttempt(queue, { ...attempt, messageId });
     }
     await store.redriveDeadLetter(queue, 'redriven');
-    await store.writePolicy('shop', { kind: 'dependency', name: 'payments-api' }, { breaker: { openMs: 1000 } });
+    await store.writePolicy('shop', { kind: 'dep', name: 'payments-api' }, { breaker: { openMs: 1000 } });
     await store.appendAudit({ actor: 'ops', action: 'trip', namespace: 'shop', target: 'search', reason: 'test' });
     await store.setBreaker(other, { action: 'trip', reason: 'test', durationMs: MINUTE });
     await store.setBreaker({ namespace: 'shop', dependency: 'ledger' }, { action: 'trip', reason: 'until reset' });
