@@ -4,6 +4,8 @@ import { redisStoreUnderTest, redisStoresUnderTest } from '../../libs/store/test
 import { describeConcurrencyConformance } from '../../libs/store/test/concurrency-conformance';
 import { describeDeadLetterBoundsConformance } from '../../libs/store/test/dead-letter-bounds-conformance';
 import { describeBreakerConformance } from '../../libs/store/test/breaker-conformance';
+import { describeEdgeConformance } from '../../libs/store/test/edge-conformance';
+import { edgeRedisStoreUnderTest } from '../../libs/store/test/edge-redis-under-test';
 import { describeLimitsConformance } from '../../libs/store/test/limits-conformance';
 import { describeRetryBatchConformance } from '../../libs/store/test/retry-batch-conformance';
 import { describeStoreConformance } from '../../libs/store/test/store-conformance';
@@ -37,6 +39,10 @@ describeBreakerConformance('RedisStore (3-master Cluster)', async () =>
 );
 describeLimitsConformance('RedisStore (3-master Cluster)', async () =>
   redisStoreUnderTest({ clusterNodes: (await startedCluster()).nodes }, 'cluster-limits'),
+);
+
+describeEdgeConformance('RedisStore (3-master Cluster)', async () =>
+  edgeRedisStoreUnderTest({ clusterNodes: (await startedCluster()).nodes }, 'cluster-edges'),
 );
 
 describeRetryBatchConformance('RedisStore (3-master Cluster)', async () =>
