@@ -76,6 +76,7 @@ const STATUSES: Record<string, number[]> = {
   'DELETE /v1/{ns}/deps/{dep}/leases/{id}': [204, 400, 401, 403, 404, 503],
   'POST /v1/{ns}/deps/{dep}/leases/{id}/renew': [200, 400, 401, 403, 404, 503],
   'POST /v1/{ns}/reports': [200, 400, 401, 403, 413, 415, 422, 503],
+  'POST /v1/{ns}/retries': [200, 400, 401, 403, 413, 415, 422, 503],
   'GET /v1/{ns}/deps/{dep}': [200, 304, 400, 401, 403, 503],
   'GET /v1/{ns}/events': [200, 400, 401, 403, 503],
   'POST /v1/{ns}/limits/{limit}/take': [200, 400, 401, 403, 404, 413, 415, 422, 503],
@@ -461,6 +462,9 @@ describe('OpenAPI document', () => {
     await call('POST', '/admin/v1/{ns}/breakers/{dep}/trip', p, {
       body: { reason: 'incident 7', durationSeconds: 60 },
     });
+    const asks = [p.dep, 'search'].map((dep) => ({ dep, attempt: 1, idempotent: true }));
+    const batch = await call('POST', '/v1/{ns}/retries', { ns: 'docs' }, { body: { asks } });
+    expect(batch.body.decisions[0]).toMatchObject({ reason: 'breaker_open', retryAfterMs: expect.any(Number) });
     await call('GET', '/admin/v1/{ns}/breakers', p);
     await call('GET', '/admin/v1/{ns}/budgets', p);
     await call('POST', '/admin/v1/{ns}/breakers/{dep}/reset', p);

@@ -3,12 +3,14 @@ import { DependencyViewController } from './dependency-view.controller';
 import { DependencyViewService } from './dependency-view.service';
 import { ReportsController } from './reports.controller';
 import { ReportsService } from './reports.service';
+import { RetriesController } from './retries.controller';
+import { RetryBatchService } from './retry-batch.service';
 import { RetryController } from './retry.controller';
 import { RetryService } from './retry.service';
 
 /** Retry decisions against the budget, outcome reports, and the dependency's combined view. */
 @Module({
-  controllers: [RetryController, ReportsController, DependencyViewController],
-  providers: [RetryService, ReportsService, DependencyViewService],
+  controllers: [RetryController, RetriesController, ReportsController, DependencyViewController],
+  providers: [RetryService, RetryBatchService, ReportsService, DependencyViewService],
 })
 export class BudgetsModule {}

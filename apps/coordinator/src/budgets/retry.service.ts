@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { backoffDelay, preBudgetDenial } from '@sluice/core';
-import type { BudgetView, RetryDecision, RetryReason, RetryRequest } from '@sluice/protocol';
+import type { BudgetView, DependencyPolicy, RetryDecision, RetryReason, RetryRequest } from '@sluice/protocol';
 import type { BreakerSnapshot, DependencyRef, Store } from '@sluice/store';
 import { BreakerMetrics } from '../breakers/breaker-metrics';
 import { readPolicyOf } from '../dependencies/read-policy';
@@ -11,6 +11,8 @@ import { STORE } from '../store/store.provider';
 
 /** Reasons that are facts about the call, not policy: enforced even in shadow mode. */
 const ALWAYS_ENFORCED: ReadonlySet<RetryReason> = new Set(['not_retriable', 'not_idempotent']);
+/** Denials that carry retryAfterMs: waiting alone can end them. */
+const WAITED_OUT: ReadonlySet<RetryReason> = new Set(['budget_exhausted', 'breaker_open']);
 
 /** Decides "may I retry?": classification first, then one atomic store call for breaker, deadline and budget. */
 @Injectable()
@@ -25,23 +27,11 @@ export class RetryService {
 
   async decide(ref: DependencyRef, request: RetryRequest): Promise<RetryDecision> {
     const policy = await this.policies.forDependency(ref.namespace, ref.dependency);
-    const delayMs = backoffDelay(policy.backoff, { attempt: request.attempt, retryAfterMs: request.retryAfterMs });
-    const denial = preBudgetDenial(
-      {
-        attempt: request.attempt,
-        idempotent: request.idempotent ?? false,
-        status: request.status,
-        error: request.error,
-      },
-      policy.retryBudget.maxAttempts,
-    );
-    let reason: RetryReason;
-    let budget: BudgetView;
-    let breaker: BreakerSnapshot;
-    let decidedDelayMs = delayMs;
+    const { delayMs, denial } = beforeTheStore(policy, request);
+    let decided: DecidedAsk;
     if (denial) {
-      reason = denial;
-      ({ budget, breaker } = await this.store.readDependency(ref, readPolicyOf(policy)));
+      const { budget, breaker } = await this.store.readDependency(ref, readPolicyOf(policy));
+      decided = { reason: denial, budget, breaker, delayMs, retryAfterMs: null };
     } else {
       await this.registry.admit(ref.namespace, ref.dependency);
       const outcome = await this.store.decideRetry(ref, {
@@ -52,22 +42,59 @@ export class RetryService {
         requestId: request.requestId,
       });
       // A repeat of a kept grant answers that grant's delay.
-      ({ verdict: reason, budget, breaker, delayMs: decidedDelayMs } = outcome);
+      decided = { ...outcome, reason: outcome.verdict };
     }
-    this.breakerMetrics.observe(ref, breaker);
+    this.breakerMetrics.observe(ref, decided.breaker);
+    return this.answer(ref, policy, decided);
+  }
+
+  /** The answer to one decided ask (single or batched): counted, shadow mode applied. */
+  answer(ref: DependencyRef, policy: DependencyPolicy, decided: DecidedAsk): RetryDecision {
+    const { reason, budget, breaker } = decided;
     const labels = this.registry.isRegistered(ref) ? ref : UNREGISTERED;
     this.metrics.retryDecisions.inc({ namespace: labels.namespace, dependency: labels.dependency, result: reason });
     const shadow = policy.mode === 'shadow' && !ALWAYS_ENFORCED.has(reason);
     if (shadow && reason !== 'granted') {
       this.metrics.shadowDenials.inc({ namespace: labels.namespace, dependency: labels.dependency, kind: 'retry' });
     }
+    const allow = reason === 'granted' || shadow;
     return {
-      allow: reason === 'granted' || shadow,
+      allow,
       reason,
-      delayMs: decidedDelayMs,
+      delayMs: decided.delayMs,
       budget,
       breaker: { state: breaker.record.state },
       shadow,
+      // A denial that waiting ends; with no known end (forced open until reset, half-open), the open duration.
+      ...(!allow && WAITED_OUT.has(reason) ? { retryAfterMs: decided.retryAfterMs ?? policy.breaker.openMs } : {}),
     };
   }
+}
+
+/** A decision's parts once made, before the metrics and shadow mode. */
+export interface DecidedAsk {
+  reason: RetryReason;
+  budget: BudgetView;
+  breaker: BreakerSnapshot;
+  delayMs: number;
+  /** For budget_exhausted and breaker_open: when the same ask could be granted; null when not known. */
+  retryAfterMs: number | null;
+}
+
+/** What an ask costs before the store: its backoff, and a denial no state is needed for (or none). */
+export function beforeTheStore(
+  policy: DependencyPolicy,
+  request: RetryRequest,
+): { delayMs: number; denial: RetryReason | null } {
+  const delayMs = backoffDelay(policy.backoff, { attempt: request.attempt, retryAfterMs: request.retryAfterMs });
+  const denial = preBudgetDenial(
+    {
+      attempt: request.attempt,
+      idempotent: request.idempotent ?? false,
+      status: request.status,
+      error: request.error,
+    },
+    policy.retryBudget.maxAttempts,
+  );
+  return { delayMs, denial };
 }

@@ -45,6 +45,7 @@ import {
   type Readiness,
   type ReportResponse,
   type ReportedDependency,
+  type RetryBatchDecision,
   type RetryBudgetPolicy,
   type RetryDecision,
   type StoredResponse,
@@ -83,6 +84,7 @@ export interface ResponseComponents {
   BreakerSummary: BreakerSummary;
   BudgetView: BudgetView;
   RetryDecision: RetryDecision;
+  RetryBatchDecision: RetryBatchDecision;
   AdmitDecision: AdmitDecision;
   ReportResponse: ReportResponse;
   BreakerDetail: BreakerDetail;
@@ -185,6 +187,9 @@ const RetryDecisionSchema = objectSchema<RetryDecision>({
   ),
 });
 
+const BATCH_DECISIONS = 'One decision per ask, in the asks\u2019 order: what POST …/deps/{dep}/retry would answer.';
+const BATCH_ITEMS = { decisions: arrayOf(ref('RetryDecision'), BATCH_DECISIONS) };
+const RetryBatchSchema = objectSchema<RetryBatchDecision>(BATCH_ITEMS);
 const ProbeGrantSchema = objectSchema<ProbeGrant>(
   {
     token: string('Report the outcome of this call with this token (`probes` in POST /v1/{ns}/reports).'),
@@ -449,6 +454,7 @@ export const RESPONSE_SCHEMAS: { [K in keyof ResponseComponents]: DescribedObjec
   BreakerSummary: BreakerSummarySchema,
   BudgetView: BudgetViewSchema,
   RetryDecision: RetryDecisionSchema,
+  RetryBatchDecision: RetryBatchSchema,
   AdmitDecision: AdmitDecisionSchema,
   ReportResponse: ReportResponseSchema,
   BreakerDetail: BreakerDetailSchema,
