@@ -15,16 +15,9 @@ import {
 import { Reflector } from '@nestjs/core';
 import type { ServerResponse } from 'node:http';
 import { catchError, from, of, switchMap, throwError, type Observable } from 'rxjs';
-import type { StoredResponse } from '@sluice/protocol';
-import type { CoordinatorClient } from '../coordinator-client';
+import type { CoordinatorClient, IdempotencyOptions, IncomingRequestLike, StoredResponse } from '@sluice/client';
 import { captureResponse } from '../idempotency/capture';
-import {
-  IdempotencyEngine,
-  replayHeaders,
-  storedBody,
-  type IdempotencyOptions,
-  type IncomingRequestLike,
-} from '../idempotency/engine';
+import { IdempotencyEngine, replayHeaders, storedBody } from '../idempotency/engine';
 
 export const IDEMPOTENCY_CONFIG = Symbol('sluice:idempotency-config');
 const IDEMPOTENT_ROUTE = 'sluice:idempotent';
@@ -72,7 +65,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   constructor(
     @Inject(IDEMPOTENCY_CONFIG) private readonly config: IdempotencyModuleConfig,
-    private readonly reflector: Reflector,
+    @Inject(Reflector) private readonly reflector: Reflector,
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {

@@ -19,9 +19,16 @@ import {
 } from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
 import { Observable } from 'rxjs';
-import { NO_RETRY_HEADER, contextFromHeaders, runWithContext, type IncomingHeaders } from '../context/request-context';
-import type { SluiceOptions } from '../options';
-import { Sluice } from '../sluice';
+// The package's public entry, not its files: the packed `@sluice/client/nest` then shares the
+// main entry's classes (Nest injects `Sluice` by its class) and types.
+import {
+  NO_RETRY_HEADER,
+  Sluice,
+  contextFromHeaders,
+  runWithContext,
+  type IncomingHeaders,
+  type SluiceOptions,
+} from '@sluice/client';
 
 /**
  * The injection token of the module's options.

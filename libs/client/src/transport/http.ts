@@ -1,5 +1,7 @@
-import http, { type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
-import https from 'node:https';
+// Namespace imports: the published .d.ts then needs no esModuleInterop of its users.
+import * as http from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import * as https from 'node:https';
 import type { Socket } from 'node:net';
 
 /** Raised when the TCP (or TLS) connection is not made within the connect timeout. */
