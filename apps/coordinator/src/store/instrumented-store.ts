@@ -36,7 +36,6 @@ const OPERATIONS: Record<StoreOperation, true> = {
   countDeadLetters: true,
   readStoreEpochs: true,
   reassertBreaker: true,
-  keepForcedListed: true,
   ping: true,
 };
 

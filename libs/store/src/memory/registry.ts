@@ -1,11 +1,4 @@
-import {
-  createDependencyState,
-  forgetUnusedNames,
-  isForcedAt,
-  pruneExpired,
-  registerName,
-  registeredNames,
-} from '@sluice/core';
+import { forgetUnusedNames, registerName, registeredNames } from '@sluice/core';
 import type { RegistryStore } from '../roles/registry';
 import type { MemoryContext } from './context';
 
@@ -23,18 +16,11 @@ export function memoryRegistry(context: MemoryContext): RegistryStore {
     for (const name of forgetUnusedNames(names, retentionMs, context.now())) forget?.(name);
     return names;
   };
-  /**
-   * A namespace's dependencies; a forgotten dependency's state goes too, but for an operator's
-   * forced state, which lasts until it lapses or is reset (as its Redis key does).
-   */
+  /** A namespace's dependencies; a forgotten dependency's state goes too. */
   const dependencies = (namespace: string, retentionMs: number) =>
-    registry(keys.namespace(namespace).dependencies, retentionMs, (dependency) => {
-      const key = keys.dependency(namespace, dependency).breaker;
-      const breaker = context.dependencies.get(key)?.breaker;
-      if (breaker && isForcedAt(breaker, context.now()))
-        context.dependencies.set(key, { ...createDependencyState(), breaker });
-      else context.dependencies.delete(key);
-    });
+    registry(keys.namespace(namespace).dependencies, retentionMs, (dependency) =>
+      context.dependencies.delete(keys.dependency(namespace, dependency).breaker),
+    );
   return {
     async registerDependency(ref, registration) {
       const names = dependencies(ref.namespace, registration.retentionMs);
@@ -46,10 +32,7 @@ export function memoryRegistry(context: MemoryContext): RegistryStore {
     },
 
     async listDependencies(namespace, retentionMs) {
-      const names = dependencies(namespace, retentionMs);
-      const forced = context.forced.get(namespace);
-      if (forced) pruneExpired(forced, context.now());
-      return [...new Set([...registeredNames(names), ...(forced?.keys() ?? [])])].sort();
+      return registeredNames(dependencies(namespace, retentionMs));
     },
 
     async registerNamespace(namespace, registration) {

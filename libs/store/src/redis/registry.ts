@@ -16,8 +16,7 @@ export function redisRegistry(scripts: ScriptRunner, keys: SluiceKeys): Registry
     },
 
     async listDependencies(namespace, retentionMs) {
-      const { dependencies, forced } = keys.namespace(namespace);
-      return (await scripts.run('list_dependencies', dependencies, forced, retentionMs)).map(String);
+      return list(keys.namespace(namespace).dependencies, retentionMs);
     },
 
     async registerNamespace(namespace, registration) {
