@@ -3,6 +3,7 @@ import { createRedisClient } from '@sluice/store';
 import { redisStoreUnderTest, redisStoresUnderTest } from '../../libs/store/test/redis-under-test';
 import { describeConcurrencyConformance } from '../../libs/store/test/concurrency-conformance';
 import { describeDeadLetterBoundsConformance } from '../../libs/store/test/dead-letter-bounds-conformance';
+import { describeForcedListingConformance } from '../../libs/store/test/forced-listing-conformance';
 import { describeBreakerConformance } from '../../libs/store/test/breaker-conformance';
 import { describeEdgeConformance } from '../../libs/store/test/edge-conformance';
 import { edgeRedisStoreUnderTest } from '../../libs/store/test/edge-redis-under-test';
@@ -55,6 +56,9 @@ describeConcurrencyConformance('RedisStore (3-master Cluster, 8 connections)', a
 
 describeDeadLetterBoundsConformance('RedisStore (3-master Cluster)', async () =>
   redisStoreUnderTest({ clusterNodes: (await startedCluster()).nodes }, 'cluster-bounds'),
+);
+describeForcedListingConformance('RedisStore (3-master Cluster)', async () =>
+  redisStoreUnderTest({ clusterNodes: (await startedCluster()).nodes }, 'cluster-forced-listing'),
 );
 
 describeIdempotentApp('Redis Cluster', async () =>

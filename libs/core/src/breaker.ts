@@ -63,6 +63,12 @@ export function windowTrips(policy: BreakerPolicy, window: BreakerWindow): boole
   return failing || slow;
 }
 
+/** An operator's forced state that has not lapsed at `now`. */
+export function isForcedAt(record: BreakerRecord, now: number): boolean {
+  const forced = record.state === 'forced_open' || record.state === 'forced_closed';
+  return forced && (record.openUntil === null || now < record.openUntil);
+}
+
 /** Calls other than probes may not go out: the breaker is open, forced open, or half-open. */
 export function blocksCalls(state: BreakerState): boolean {
   return state === 'open' || state === 'forced_open' || state === 'half_open';

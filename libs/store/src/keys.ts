@@ -45,6 +45,11 @@ export interface NamespaceKeys {
   policies: string;
   /** Sharded pub/sub channel: dependencies new to the namespace. */
   events: string;
+  /**
+   * Sorted set: dependencies an operator's forced state keeps listed however long nobody uses
+   * them, scored by when the state lapses (+inf: until reset).
+   */
+  forced: string;
 }
 
 export interface IdempotencyKeys {
@@ -107,7 +112,12 @@ export class SluiceKeys {
 
   namespace(namespace: string): NamespaceKeys {
     const tagged = `${this.prefix}:{${namespace}}`;
-    return { dependencies: `${tagged}:deps`, policies: `${tagged}:policies`, events: `${tagged}:events` };
+    return {
+      forced: `${tagged}:forced`,
+      dependencies: `${tagged}:deps`,
+      policies: `${tagged}:policies`,
+      events: `${tagged}:events`,
+    };
   }
 
   /** String: one key of a named rate limit (GCRA theoretical arrival time); its own slot. */

@@ -2,6 +2,7 @@ import { ManualClock } from '@sluice/core';
 import { MemoryStore } from '../src';
 import { SHARED_REDIS_URL } from '../../../test/support/redis';
 import { describeDeadLetterBoundsConformance } from './dead-letter-bounds-conformance';
+import { describeForcedListingConformance } from './forced-listing-conformance';
 import { redisStoreUnderTest } from './redis-under-test';
 import type { StoreUnderTest } from './store-conformance';
 
@@ -13,4 +14,9 @@ const memoryStore = async (): Promise<StoreUnderTest> => {
 describeDeadLetterBoundsConformance('MemoryStore', memoryStore);
 describeDeadLetterBoundsConformance('RedisStore (standalone)', () =>
   redisStoreUnderTest({ url: SHARED_REDIS_URL }, 'bounds'),
+);
+
+describeForcedListingConformance('MemoryStore', memoryStore);
+describeForcedListingConformance('RedisStore (standalone)', () =>
+  redisStoreUnderTest({ url: SHARED_REDIS_URL }, 'forced-listing'),
 );

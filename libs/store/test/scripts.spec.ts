@@ -18,6 +18,8 @@ const CALLED: Record<ScriptName, true> = {
   read_dependency: true,
   register_name: true,
   list_names: true,
+  list_dependencies: true,
+  keep_forced_listed: true,
   write_policy: true,
   read_policies: true,
   append_audit: true,

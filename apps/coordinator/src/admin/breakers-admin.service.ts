@@ -32,6 +32,8 @@ export class BreakersAdminService {
   async act(principal: Principal, ref: DependencyRef, action: BreakerAction): Promise<BreakerItem> {
     await this.registry.admit(ref.namespace, ref.dependency);
     const snapshot = await this.store.setBreaker(ref, action);
+    // Listed while forced, however long nobody uses it (the registry forgets after a day).
+    await this.store.keepForcedListed(ref, snapshot.record);
     this.breakerMetrics.observe(ref, snapshot);
     await this.audit.record(principal, {
       action: AUDIT_ACTIONS[action.action],

@@ -90,7 +90,9 @@ export class ForcedStates implements BeforeApplicationShutdown {
   /** One re-assertion; false when the store could not be asked (to be retried). */
   private async reassert({ ref, forced }: { ref: DependencyRef; forced: ForcedBreakerState }): Promise<boolean> {
     try {
-      const { applied } = await this.store.reassertBreaker(ref, forced);
+      const { applied, snapshot } = await this.store.reassertBreaker(ref, forced);
+      // The namespace's forced set may sit on a shard the reset emptied, even when the breaker's did not.
+      await this.store.keepForcedListed(ref, snapshot.record);
       if (!applied) return true;
       const until = forced.openUntil === null ? 'until reset' : `until ${new Date(forced.openUntil).toISOString()}`;
       this.logger.warn(

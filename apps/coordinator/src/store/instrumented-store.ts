@@ -36,6 +36,7 @@ const OPERATIONS: Record<StoreOperation, true> = {
   countDeadLetters: true,
   readStoreEpochs: true,
   reassertBreaker: true,
+  keepForcedListed: true,
   ping: true,
 };
 

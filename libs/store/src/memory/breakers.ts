@@ -1,4 +1,4 @@
-import { applyBreakerAction, readDependencyState } from '@sluice/core';
+import { applyBreakerAction, isForcedAt, readDependencyState } from '@sluice/core';
 import type { BreakerAdminStore } from '../roles/breakers';
 import type { MemoryContext } from './context';
 
@@ -11,6 +11,17 @@ export function memoryBreakers(context: MemoryContext): BreakerAdminStore {
       // Re-entering the same state (a second trip, a new duration) is announced all the same.
       if (snapshot.transitions.length === 0) context.publishBreaker(ref, snapshot.record, snapshot.record.state);
       return snapshot;
+    },
+
+    async keepForcedListed(ref, breaker) {
+      let forced = context.forced.get(ref.namespace);
+      if (isForcedAt(breaker, context.now())) {
+        if (!forced) context.forced.set(ref.namespace, (forced = new Map()));
+        forced.set(ref.dependency, breaker.openUntil ?? Number.POSITIVE_INFINITY);
+      } else {
+        forced?.delete(ref.dependency);
+        if (forced?.size === 0) context.forced.delete(ref.namespace);
+      }
     },
 
     async readDependency(ref, policy) {

@@ -57,6 +57,8 @@ export class MemoryContext {
   /** Request key (SluiceKeys.dependencyRequests, rateLimitRequest) → the first granted outcome. */
   readonly kept = new ExpiringMap<KeptOutcome>();
   readonly channels = new MemoryChannels();
+  /** Namespace → dependency → when its forced state lapses (Infinity: until reset); SluiceKeys `forced`. */
+  readonly forced = new Map<string, Map<string, number>>();
 
   constructor(
     readonly clock: Clock,

@@ -1,4 +1,11 @@
-import { forgetUnusedNames, registerName, registeredNames } from '@sluice/core';
+import {
+  createDependencyState,
+  forgetUnusedNames,
+  isForcedAt,
+  pruneExpired,
+  registerName,
+  registeredNames,
+} from '@sluice/core';
 import type { RegistryStore } from '../roles/registry';
 import type { MemoryContext } from './context';
 
@@ -16,11 +23,18 @@ export function memoryRegistry(context: MemoryContext): RegistryStore {
     for (const name of forgetUnusedNames(names, retentionMs, context.now())) forget?.(name);
     return names;
   };
-  /** A namespace's dependencies; a forgotten dependency's state goes too. */
+  /**
+   * A namespace's dependencies; a forgotten dependency's state goes too, but for an operator's
+   * forced state, which lasts until it lapses or is reset (as its Redis key does).
+   */
   const dependencies = (namespace: string, retentionMs: number) =>
-    registry(keys.namespace(namespace).dependencies, retentionMs, (dependency) =>
-      context.dependencies.delete(keys.dependency(namespace, dependency).breaker),
-    );
+    registry(keys.namespace(namespace).dependencies, retentionMs, (dependency) => {
+      const key = keys.dependency(namespace, dependency).breaker;
+      const breaker = context.dependencies.get(key)?.breaker;
+      if (breaker && isForcedAt(breaker, context.now()))
+        context.dependencies.set(key, { ...createDependencyState(), breaker });
+      else context.dependencies.delete(key);
+    });
   return {
     async registerDependency(ref, registration) {
       const names = dependencies(ref.namespace, registration.retentionMs);
@@ -32,7 +46,10 @@ export function memoryRegistry(context: MemoryContext): RegistryStore {
     },
 
     async listDependencies(namespace, retentionMs) {
-      return registeredNames(dependencies(namespace, retentionMs));
+      const names = dependencies(namespace, retentionMs);
+      const forced = context.forced.get(namespace);
+      if (forced) pruneExpired(forced, context.now());
+      return [...new Set([...registeredNames(names), ...(forced?.keys() ?? [])])].sort();
     },
 
     async registerNamespace(namespace, registration) {

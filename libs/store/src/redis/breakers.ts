@@ -42,6 +42,17 @@ export function redisBreakers(scripts: ScriptRunner, keys: SluiceKeys): BreakerA
       return breakerFromReply(reply, 0);
     },
 
+    async keepForcedListed(ref, breaker) {
+      const forced = breaker.state === 'forced_open' || breaker.state === 'forced_closed';
+      await scripts.run(
+        'keep_forced_listed',
+        keys.namespace(ref.namespace).forced,
+        ref.dependency,
+        forced ? 1 : 0,
+        breaker.openUntil ?? -1,
+      );
+    },
+
     async readDependency(ref, policy) {
       const dependency = keys.dependency(ref.namespace, ref.dependency);
       const { budget } = policy;

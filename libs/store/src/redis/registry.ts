@@ -16,7 +16,8 @@ export function redisRegistry(scripts: ScriptRunner, keys: SluiceKeys): Registry
     },
 
     async listDependencies(namespace, retentionMs) {
-      return list(keys.namespace(namespace).dependencies, retentionMs);
+      const { dependencies, forced } = keys.namespace(namespace);
+      return (await scripts.run('list_dependencies', dependencies, forced, retentionMs)).map(String);
     },
 
     async registerNamespace(namespace, registration) {

@@ -25,6 +25,8 @@ export interface ScriptReplies {
   read_dependency: FlatReply;
   register_name: number;
   list_names: string[];
+  list_dependencies: string[];
+  keep_forced_listed: number;
   write_policy: number[];
   read_policies: FlatReply;
   append_audit: number;
