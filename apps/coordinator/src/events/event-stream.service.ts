@@ -74,19 +74,31 @@ export class EventStreamService implements BeforeApplicationShutdown {
       if (followed.has(dependency)) return;
       followed.add(dependency);
       const ref = { namespace: request.namespace, dependency };
-      // Subscribe before the snapshot, so no transition falls between the two.
-      unsubscribes.push(await this.store.subscribeDependency(ref, (event) => this.forward(event, send)));
-      send('breaker', await this.breakerNow(ref));
+      const snapshot = async () => send('breaker', await this.breakerNow(ref));
+      // Subscribe before the snapshot, so no transition falls between the two; after a lost
+      // subscription (resync) the snapshot is sent again, for what it missed.
+      unsubscribes.push(
+        await this.store.subscribeDependency(ref, (event) => {
+          if (event.type === 'resync') void snapshot().catch(() => undefined);
+          else this.forward(event, send);
+        }),
+      );
+      await snapshot();
+    };
+    /** The listed dependencies, or every one of the namespace (again after a resync: new ones it missed). */
+    const followAll = async () => {
+      const dependencies = request.dependencies ?? (await this.registry.list(request.namespace));
+      await Promise.all(dependencies.map(follow));
     };
     try {
       unsubscribes.push(
         await this.store.subscribeNamespace(request.namespace, (event) => {
           if (event.type === 'dependency' && !request.dependencies) void follow(event.dep).catch(() => undefined);
+          else if (event.type === 'resync' && !request.dependencies) void followAll().catch(() => undefined);
           else this.forward(event, send, request.dependencies);
         }),
       );
-      const dependencies = request.dependencies ?? (await this.registry.list(request.namespace));
-      await Promise.all(dependencies.map(follow));
+      await followAll();
     } catch (error) {
       this.logger.warn(`event stream for ${request.namespace} failed: ${(error as Error).message}`);
       await close();

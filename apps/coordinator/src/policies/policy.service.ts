@@ -225,7 +225,8 @@ export class PolicyService implements BeforeApplicationShutdown {
     const watch: Watch = {};
     this.watches.set(namespace, watch);
     const onEvent = (event: StoreEvent) => {
-      if (event.type === 'policy') this.invalidate(namespace);
+      // After a lost subscription (resync) a change may have been missed: read again.
+      if (event.type === 'policy' || event.type === 'resync') this.invalidate(namespace);
     };
     Promise.resolve()
       .then(() => this.store.subscribeNamespace(namespace, onEvent))

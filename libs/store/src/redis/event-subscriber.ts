@@ -2,6 +2,8 @@ import type { EventHandler, StoreEvent, Unsubscribe } from '../store';
 import type { RedisClient } from './connection';
 
 const UNSUBSCRIBE_TIMEOUT_MS = 1000;
+/** Told to every handler once a lost subscription is back: events may have been missed meanwhile. */
+const RESYNC: StoreEvent = { type: 'resync' };
 
 function withTimeout<T>(operation: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -11,44 +13,85 @@ function withTimeout<T>(operation: Promise<T>, ms: number): Promise<T> {
   return Promise.race([operation, timeout]).finally(() => clearTimeout(timer));
 }
 
+/** One channel's handlers, and the SSUBSCRIBE every one of them waits on. */
+interface Channel {
+  handlers: Set<EventHandler>;
+  confirmed: Promise<void>;
+}
+
 /**
  * Fans sharded pub/sub messages out to handlers over one subscriber connection; a channel is
- * subscribed while at least one handler wants it.
+ * subscribed while at least one handler wants it. Every subscribe returns once Redis has
+ * confirmed the SSUBSCRIBE (the first caller's or its own); one that Redis refused is asked again
+ * by the next. When the connection (or, on a Cluster, a shard's) was lost and is back, the
+ * channels are subscribed again and every handler gets a `resync` event: what was published
+ * meanwhile is lost, so it reads the state afresh.
  */
 export class RedisEventSubscriber {
-  private readonly handlers = new Map<string, Set<EventHandler>>();
+  private readonly channels = new Map<string, Channel>();
+  private lost = false;
 
   constructor(private readonly subscriber: RedisClient) {
     subscriber.on('smessage', (channel: string, message: string) => this.dispatch(channel, message));
     subscriber.on('error', () => undefined); // reconnection is automatic; errors are the store's to report
+    subscriber.on('close', () => (this.lost = true)); // standalone: the connection went away
+    subscriber.on('-node', () => (this.lost = true)); // Cluster: a node (and its shard subscriber) went away
+    subscriber.on('ready', () => void this.resubscribe()); // standalone: connected again
+    subscriber.on('subscribersReady', () => void this.resubscribe()); // Cluster: shard subscribers back
   }
 
   async subscribe(channel: string, handler: EventHandler): Promise<Unsubscribe> {
-    let handlers = this.handlers.get(channel);
-    if (!handlers) {
-      handlers = new Set();
-      this.handlers.set(channel, handlers);
-      await this.subscriber.ssubscribe(channel);
+    let entry = this.channels.get(channel);
+    if (!entry) {
+      entry = { handlers: new Set(), confirmed: this.subscriber.ssubscribe(channel).then(() => undefined) };
+      this.channels.set(channel, entry);
     }
-    handlers.add(handler);
-    return async () => {
-      const current = this.handlers.get(channel);
-      if (!current?.delete(handler) || current.size > 0) return;
-      this.handlers.delete(channel);
-      // Never wait on a lost connection (shutdown must not hang): a channel left subscribed only
-      // brings messages nobody handles.
-      if (this.subscriber.status !== 'ready') return;
-      await withTimeout(this.subscriber.sunsubscribe(channel), UNSUBSCRIBE_TIMEOUT_MS).catch(() => undefined);
-    };
+    // Added before the confirmation, so a message right behind it is not missed.
+    entry.handlers.add(handler);
+    try {
+      await entry.confirmed;
+    } catch (error) {
+      // Refused: forget the attempt, so the next subscribe asks Redis again.
+      entry.handlers.delete(handler);
+      if (this.channels.get(channel) === entry) this.channels.delete(channel);
+      throw error;
+    }
+    return () => this.unsubscribe(channel, entry, handler);
   }
 
   close(): void {
-    this.handlers.clear();
+    this.channels.clear();
     this.subscriber.disconnect();
   }
 
+  private async unsubscribe(channel: string, entry: Channel, handler: EventHandler): Promise<void> {
+    if (!entry.handlers.delete(handler) || entry.handlers.size > 0 || this.channels.get(channel) !== entry) return;
+    this.channels.delete(channel);
+    // Never wait on a lost connection (shutdown must not hang): a channel left subscribed only
+    // brings messages nobody handles.
+    if (this.subscriber.status !== 'ready') return;
+    await withTimeout(this.subscriber.sunsubscribe(channel), UNSUBSCRIBE_TIMEOUT_MS).catch(() => undefined);
+  }
+
+  /** After a lost connection: every channel subscribed again (confirmed), then its handlers told to resync. */
+  private async resubscribe(): Promise<void> {
+    if (!this.lost) return;
+    this.lost = false;
+    await Promise.all(
+      [...this.channels].map(async ([channel, entry]) => {
+        try {
+          await this.subscriber.ssubscribe(channel);
+        } catch {
+          this.lost = true; // tried again when the connection is next ready
+          return;
+        }
+        for (const handler of entry.handlers) handler(RESYNC);
+      }),
+    );
+  }
+
   private dispatch(channel: string, message: string): void {
-    const handlers = this.handlers.get(channel);
+    const handlers = this.channels.get(channel)?.handlers;
     if (!handlers) return;
     let event: StoreEvent;
     try {

@@ -6,7 +6,9 @@ import type { PolicyKind } from './policies';
 export type StoreEvent =
   | { type: 'breaker'; dep: string; from: BreakerState; state: BreakerState; since: number; openUntil: number | null }
   | { type: 'dependency'; dep: string }
-  | { type: 'policy'; kind: PolicyKind; name: string };
+  | { type: 'policy'; kind: PolicyKind; name: string }
+  /** The subscription was lost and is back: events published meanwhile were missed, so read the state again. */
+  | { type: 'resync' };
 
 export type EventHandler = (event: StoreEvent) => void;
 export type Unsubscribe = () => Promise<void>;
