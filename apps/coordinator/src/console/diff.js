@@ -35,10 +35,10 @@ export function diffLines(before, after) {
     if (i < a.length && j < b.length && a[i] === b[j]) {
       lines.push({ kind: 'same', line: a[i++] });
       j++;
-    } else if (j < b.length && (i >= a.length || common[i][j + 1] >= common[i + 1][j])) {
-      lines.push({ kind: 'added', line: b[j++] });
-    } else {
+    } else if (i < a.length && (j >= b.length || common[i + 1][j] >= common[i][j + 1])) {
       lines.push({ kind: 'removed', line: a[i++] });
+    } else {
+      lines.push({ kind: 'added', line: b[j++] });
     }
   }
   return lines;

@@ -73,7 +73,7 @@ async function showDocument(container, ref) {
       : `${ref.namespace} · ${KINDS[ref.kind].label.toLowerCase()} ${ref.name}`;
   const stored = h('pre', { class: 'document', tabindex: '0' });
   const effective = h('div');
-  const editor = h('textarea', { rows: 18, cols: 60, spellcheck: 'false', class: 'code' });
+  const editor = h('textarea', { rows: 10, cols: 60, spellcheck: 'false', class: 'code' });
   const reason = h('input', { maxlength: 512, autocomplete: 'off' });
   const outcome = h('div', { 'aria-live': 'polite' });
   const storedTitle = h('h3', {}, 'Stored document');
