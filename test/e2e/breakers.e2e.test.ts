@@ -85,11 +85,7 @@ describe.each([
       const refused = await admit(dep, body).expect(200);
       expect({ body, answer: refused.body }).toEqual({
         body,
-        answer: expect.objectContaining({
-          allow: false,
-          reason: 'breaker_open',
-          breaker: { state: 'open', openUntil: expect.any(Number), reason: null },
-        }),
+        answer: expect.objectContaining({ allow: false, reason: 'breaker_open', breaker: { state: 'open' } }),
       });
       expect(refused.body.retryAfterMs).toBeGreaterThan(0);
       expect(refused.body.retryAfterMs).toBeLessThanOrEqual(OPEN_MS);
@@ -214,7 +210,6 @@ describe.each([
       since: expect.any(Number),
       openUntil: null,
       reason: 'bad deploy',
-      known: false,
     });
     expect((await retry(dep).expect(200)).body).toMatchObject({
       allow: false,
@@ -312,11 +307,7 @@ describe.each([
       view: viewed.body.breaker,
       listed: listed.body.items.find((item: { dependency: string }) => item.dependency === dep),
     }).toEqual({
-      admit: expect.objectContaining({
-        allow: false,
-        reason: 'breaker_open',
-        breaker: { state: 'forced_open', openUntil: null, reason: 'until reset' },
-      }),
+      admit: expect.objectContaining({ allow: false, reason: 'breaker_open', breaker: { state: 'forced_open' } }),
       view: expect.objectContaining({ state: 'forced_open', since: tripped.body.since, openUntil: null }),
       listed: {
         dependency: dep,

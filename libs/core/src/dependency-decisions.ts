@@ -13,6 +13,8 @@ import {
   clampLeases,
   clearBreakerWindow,
   commitBreaker,
+  forgetReportersBefore,
+  noteReporter,
   pruneExpired,
   settleBreaker,
   type BreakerSnapshot,
@@ -250,15 +252,15 @@ export function recordOutcomes(
     clearBreakerWindow(state);
   } else {
     state.outcomes.add(second, windowSeconds, batch);
-    pruneExpired(state.reporters, now - windowSeconds * 1000);
-    if (batch.failures + batch.slow > 0) state.reporters.set(batch.reporter, now);
+    forgetReportersBefore(state.reporters, now - windowSeconds * 1000);
+    if (batch.failures + batch.slow > 0) noteReporter(state.reporters, batch.reporter, now);
     const totals = state.outcomes.sum(second, windowSeconds);
     if (machine.evaluate(policy.breaker, { ...totals, failingReporters: state.reporters.size }, now)) {
       clearBreakerWindow(state);
     }
   }
-  pruneExpired(state.activeReporters, now - policy.budgetWindowSeconds * 1000);
-  state.activeReporters.set(batch.reporter, now);
+  forgetReportersBefore(state.activeReporters, now - policy.budgetWindowSeconds * 1000);
+  noteReporter(state.activeReporters, batch.reporter, now);
   return { breaker: commitBreaker(state, machine), reporters: state.activeReporters.size };
 }
 

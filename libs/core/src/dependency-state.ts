@@ -136,6 +136,31 @@ export function readDependencyState(
   };
 }
 
+/**
+ * Most reporters one dependency's reporter sets hold (the failing ones, and every one of the
+ * budget window); past it the one that reported least recently goes. Far above any quorum
+ * (minReporters is at most 1,000), so it only bounds a fleet that invents reporter ids.
+ */
+export const MAX_REPORTERS = 10_000;
+
+/** Notes a reporter's latest report, the least recent going past MAX_REPORTERS (twin: ZADD, then ZREMRANGEBYRANK). */
+export function noteReporter(reporters: Map<string, number>, reporter: string, now: number): void {
+  reporters.delete(reporter); // re-inserted last: the least recent come first
+  reporters.set(reporter, now);
+  for (const oldest of reporters.keys()) {
+    if (reporters.size <= MAX_REPORTERS) break;
+    reporters.delete(oldest);
+  }
+}
+
+/** Forgets the reporters whose latest report is at or before `cutoff` (noteReporter keeps them in that order). */
+export function forgetReportersBefore(reporters: Map<string, number>, cutoff: number): void {
+  for (const [reporter, at] of reporters) {
+    if (at > cutoff) break;
+    reporters.delete(reporter);
+  }
+}
+
 /** Drops the entries whose time (an expiry, or a last sighting moved by the window) is at or before `cutoff`. */
 export function pruneExpired(entries: Map<string, number>, cutoff: number): void {
   for (const [key, at] of entries) if (at <= cutoff) entries.delete(key);

@@ -311,4 +311,18 @@ describe('epochSecond', () => {
     clock.set(1_700_000_011_000);
     expect(c.sum(epochSecond(clock.now()), 10).requests).toBe(0);
   });
+
+  it('keeps only the counters that are not zero, and no bucket for a delta of zeros', () => {
+    const fields = Array.from({ length: 29 }, (_, i) => `l${i + 1}`);
+    const latency = new SlidingWindowCounter(fields);
+    latency.add(100, 600, { l4: 7, l1: 0, l2: 0 });
+    latency.add(101, 600, Object.fromEntries(fields.map((f) => [f, 0])));
+    expect(latency.storedCounters).toBe(1);
+    latency.add(102, 600, { l4: 1, l29: 2 });
+    expect(latency.storedCounters).toBe(3);
+    expect(latency.sum(102, 600)).toMatchObject({ l1: 0, l4: 8, l29: 2 });
+    expect(latency.bucketsOf(102, 600)[0][1]).toMatchObject({ l1: 0, l4: 7 });
+    expect(latency.sum(701, 600)).toMatchObject({ l4: 1, l29: 2 });
+    expect(latency.storedCounters).toBe(2);
+  });
 });

@@ -1,11 +1,12 @@
 /**
- * Counters over a sliding window of per-second buckets. The window at second `s` covers the
+ * Counters over a sliding window of per-second buckets, each holding only its counters that are
+ * not zero (29 latency counters cost what the non-zero ones do). The window at second `s` covers the
  * buckets `s - windowSeconds + 1 … s`. Running totals are kept so a read costs O(aged buckets),
  * not O(window). Buckets past `s` (left by a clock step back) are dropped: they belong to no
  * second the clock has reached. The Lua twin is libs/store/src/redis/lua/includes/window.lua.
  */
 export class SlidingWindowCounter<F extends string> {
-  private readonly buckets = new Map<number, Record<F, number>>();
+  private readonly buckets = new Map<number, Partial<Record<F, number>>>();
   private readonly totals: Record<F, number>;
   private oldest = Number.POSITIVE_INFINITY;
   private newest = Number.NEGATIVE_INFINITY;
@@ -14,19 +15,21 @@ export class SlidingWindowCounter<F extends string> {
     this.totals = SlidingWindowCounter.zero(fields);
   }
 
-  /** Adds `delta` into the bucket of `second`, after pruning what has aged out. */
+  /** Adds `delta` into the bucket of `second` (keeping no zero), after pruning what has aged out. */
   add(second: number, windowSeconds: number, delta: Partial<Record<F, number>>): void {
     this.prune(second, windowSeconds);
+    const counted = this.fields.filter((field) => (delta[field] ?? 0) !== 0);
+    if (counted.length === 0) return;
     let bucket = this.buckets.get(second);
     if (!bucket) {
-      bucket = SlidingWindowCounter.zero(this.fields);
+      bucket = {};
       this.buckets.set(second, bucket);
       this.oldest = Math.min(this.oldest, second);
       this.newest = Math.max(this.newest, second);
     }
-    for (const field of this.fields) {
+    for (const field of counted) {
       const value = delta[field] ?? 0;
-      bucket[field] += value;
+      bucket[field] = (bucket[field] ?? 0) + value;
       this.totals[field] += value;
     }
   }
@@ -40,7 +43,17 @@ export class SlidingWindowCounter<F extends string> {
   /** The buckets of the window ending at `second`, oldest first, after pruning what has aged out. */
   bucketsOf(second: number, windowSeconds: number): Array<[second: number, counts: Readonly<Record<F, number>>]> {
     this.prune(second, windowSeconds);
-    return [...this.buckets].sort(([a], [b]) => a - b);
+    const zero = SlidingWindowCounter.zero(this.fields);
+    return [...this.buckets]
+      .sort(([a], [b]) => a - b)
+      .map(([at, counts]): [number, Record<F, number>] => [at, { ...zero, ...counts }]);
+  }
+
+  /** How many counters the buckets hold (what the window costs in memory). */
+  get storedCounters(): number {
+    let stored = 0;
+    for (const bucket of this.buckets.values()) stored += Object.keys(bucket).length;
+    return stored;
   }
 
   /** True when nothing is left in the window. */
@@ -60,7 +73,7 @@ export class SlidingWindowCounter<F extends string> {
     if (this.oldest > cutoff && this.newest <= second) return;
     for (const [bucketSecond, bucket] of this.buckets) {
       if (bucketSecond > cutoff && bucketSecond <= second) continue;
-      for (const field of this.fields) this.totals[field] -= bucket[field];
+      for (const field of this.fields) this.totals[field] -= bucket[field] ?? 0;
       this.buckets.delete(bucketSecond);
     }
     const seconds = [...this.buckets.keys()];

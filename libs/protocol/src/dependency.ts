@@ -6,8 +6,6 @@ export interface BreakerDetail {
   state: BreakerState;
   since: number | null;
   openUntil: number | null;
-  /** The operator's reason for a forced state; null otherwise. */
-  reason: string | null;
   failureRate: number;
   slowRate: number;
   calls: number;

@@ -24,9 +24,10 @@ const BUDGET = { ratio: 0.1, minRetriesPerSecond: 10, windowSeconds: 10, maxAtte
  * The keys that live without a TTL (docs/architecture.md, "Keys without a TTL"), each bounded by
  * another rule: the audit stream (trimmed to about AUDIT_ENTRIES_KEPT entries), a namespace's
  * policy documents (one field per document, removed by a delete), and the breaker of a dependency
- * forced open or closed until reset (an operator's trip must hold until they reset it).
+ * forced open or closed until reset (an operator's trip must hold until they reset it), with the
+ * namespace's forced set that keeps it listed (until the last such trip is reset).
  */
-const WITHOUT_TTL = [/^[^{]*:audit$/, /\}:policies$/, /\{shop\/ledger\}:breaker$/];
+const WITHOUT_TTL = [/^[^{]*:audit$/, /\}:policies$/, /\{shop\/ledger\}:breaker$/, /\{shop\}:forced$/];
 
 describe('RedisStore: every key a script writes has a TTL within its bound, or is on the allow-list', () => {
   const prefix = uniquePrefix('ttl');
@@ -55,6 +56,8 @@ describe('RedisStore: every key a script writes has a TTL within its bound, or i
       [/^:(callers|deps|namespaces)$/, DAY],
       [/^:(probes|leases)$/, BREAKER.probeLeaseMs + 1000],
       [/^:rate$/, MINUTE],
+      // Until the trip with a duration lapses.
+      [/^:forced$/, MINUTE],
       [/^:(retry|admit|take):.+$/, 2 * MINUTE],
       [/^:record$/, DAY],
       [/^:(attempts:.+|dlq|dlq-index)$/, 14 * DAY],
@@ -124,7 +127,14 @@ describe('RedisStore: every key a script writes has a TTL within its bound, or i
     await store.writePolicy('shop', { kind: 'dep', name: 'payments-api' }, { breaker: { openMs: 1000 } });
     await store.appendAudit({ actor: 'ops', action: 'trip', namespace: 'shop', target: 'search', reason: 'test' });
     await store.setBreaker(other, { action: 'trip', reason: 'test', durationMs: MINUTE });
-    await store.setBreaker({ namespace: 'shop', dependency: 'ledger' }, { action: 'trip', reason: 'until reset' });
+    const untilReset = { namespace: 'shop', dependency: 'ledger' };
+    await store.keepForcedListed(
+      untilReset,
+      (await store.setBreaker(untilReset, { action: 'trip', reason: 'until reset' })).record,
+    );
+    const forMinute = { namespace: 'ops', dependency: 'search' };
+    const timed = await store.setBreaker(forMinute, { action: 'trip', reason: 'test', durationMs: MINUTE });
+    await store.keepForcedListed(forMinute, timed.record);
     // A window that neither trips nor was cleared: its outcomes and failing reporters stay.
     await store.recordOutcomes(
       { namespace: 'shop', dependency: 'email' },
@@ -171,6 +181,7 @@ describe('RedisStore: every key a script writes has a TTL within its bound, or i
       'take',
       'namespaces',
       'deps',
+      'forced',
       'policies',
       'audit',
     ].filter((kind) => !suffixes.has(kind));

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { BreakerActionResult, BreakerItem, BudgetItem } from '@sluice/protocol';
+import type { BreakerItem, BudgetItem } from '@sluice/protocol';
 import type { BreakerAction, BreakerSnapshot, DependencyRef, Store } from '@sluice/store';
 import { AuditService } from '../audit/audit.service';
 import type { Principal } from '../auth/token-registry';
@@ -8,7 +8,9 @@ import { DependencyRegistry } from '../dependencies/dependency-registry.service'
 import { readPolicyOf } from '../dependencies/read-policy';
 import { PolicyService } from '../policies/policy.service';
 import { STORE } from '../store/store.provider';
-import { readInBatches } from './read-in-batches';
+
+/** Dependencies read at once by the admin lists. */
+const READ_BATCH = 100;
 
 const AUDIT_ACTIONS: Record<BreakerAction['action'], string> = {
   trip: 'breaker.trip',
@@ -27,9 +29,8 @@ export class BreakersAdminService {
     private readonly breakerMetrics: BreakerMetrics,
   ) {}
 
-  /** Forces or resets the breaker fleet-wide; `known` says whether any caller uses the dependency. */
-  async act(principal: Principal, ref: DependencyRef, action: BreakerAction): Promise<BreakerActionResult> {
-    const known = await this.registry.admitOperator(ref.namespace, ref.dependency);
+  async act(principal: Principal, ref: DependencyRef, action: BreakerAction): Promise<BreakerItem> {
+    await this.registry.admit(ref.namespace, ref.dependency);
     const snapshot = await this.store.setBreaker(ref, action);
     // Listed while forced, however long nobody uses it (the registry forgets after a day).
     await this.store.keepForcedListed(ref, snapshot.record);
@@ -40,7 +41,7 @@ export class BreakersAdminService {
       target: ref.dependency,
       reason: 'reason' in action ? action.reason : null,
     });
-    return { ...itemOf(ref.dependency, snapshot), known };
+    return itemOf(ref.dependency, snapshot);
   }
 
   async breakers(namespace: string): Promise<BreakerItem[]> {
@@ -59,10 +60,19 @@ export class BreakersAdminService {
     }));
   }
 
-  /** Every dependency's state, READ_BATCH at a time. */
+  /**
+   * Every dependency's state, read READ_BATCH at a time: each batch is one round of pipelined
+   * store calls that Redis answers well within one store timeout, however many dependencies
+   * the namespace holds.
+   */
   private async readAll(namespace: string) {
     const dependencies = await this.registry.list(namespace);
-    return readInBatches(dependencies, (dependency) => this.readOne({ namespace, dependency }));
+    const snapshots = [];
+    for (let start = 0; start < dependencies.length; start += READ_BATCH) {
+      const batch = dependencies.slice(start, start + READ_BATCH);
+      snapshots.push(...(await Promise.all(batch.map((dependency) => this.readOne({ namespace, dependency })))));
+    }
+    return snapshots;
   }
 
   private async readOne(ref: DependencyRef) {

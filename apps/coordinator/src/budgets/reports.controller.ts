@@ -6,7 +6,6 @@ import { ClientRoute, tooManyDependencies } from '../openapi/routes';
 import { TAGS } from '../openapi/tags';
 import { ReportRequestDto } from './reports.dto';
 import { ReportsService } from './reports.service';
-import { SerializedAs } from '../openapi/serialization';
 
 @ApiTags(TAGS.dependencies.name)
 @Controller('v1/:ns/reports')
@@ -15,7 +14,6 @@ export class ReportsController {
 
   @Post()
   @HttpCode(200)
-  @SerializedAs('ReportResponse')
   @ClientRoute({
     operationId: 'reportOutcomes',
     summary: 'Report batched call outcomes',

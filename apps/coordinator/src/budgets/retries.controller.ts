@@ -6,7 +6,6 @@ import { DecisionRoute, tooManyDependencies } from '../openapi/routes';
 import { TAGS } from '../openapi/tags';
 import { RetryBatchRequestDto } from './retries.dto';
 import { RetryBatchService } from './retry-batch.service';
-import { SerializedAs } from '../openapi/serialization';
 
 @ApiTags(TAGS.dependencies.name)
 @Controller('v1/:ns/retries')
@@ -15,7 +14,6 @@ export class RetriesController {
 
   @Post()
   @HttpCode(200)
-  @SerializedAs('RetryBatchDecision')
   @DecisionRoute({
     operationId: 'decideRetries',
     summary: 'Many retry decisions in one request',

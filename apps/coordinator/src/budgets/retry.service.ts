@@ -3,7 +3,6 @@ import { backoffDelay, preBudgetDenial } from '@sluice/core';
 import type { BudgetView, DependencyPolicy, RetryDecision, RetryReason, RetryRequest } from '@sluice/protocol';
 import type { BreakerSnapshot, DependencyRef, Store } from '@sluice/store';
 import { BreakerMetrics } from '../breakers/breaker-metrics';
-import { breakerSummaryOf } from '../breakers/breaker-summary';
 import { readPolicyOf } from '../dependencies/read-policy';
 import { DependencyRegistry } from '../dependencies/dependency-registry.service';
 import { MetricsService, UNREGISTERED } from '../metrics/metrics.service';
@@ -53,7 +52,7 @@ export class RetryService {
   answer(ref: DependencyRef, policy: DependencyPolicy, decided: DecidedAsk): RetryDecision {
     const { reason, budget, breaker } = decided;
     const labels = this.registry.isRegistered(ref) ? ref : UNREGISTERED;
-    this.metrics.retryDecisionCounts.child(labels.namespace, labels.dependency, reason).inc();
+    this.metrics.retryDecisions.inc({ namespace: labels.namespace, dependency: labels.dependency, result: reason });
     const shadow = policy.mode === 'shadow' && !ALWAYS_ENFORCED.has(reason);
     if (shadow && reason !== 'granted') {
       this.metrics.shadowDenials.inc({ namespace: labels.namespace, dependency: labels.dependency, kind: 'retry' });
@@ -64,7 +63,7 @@ export class RetryService {
       reason,
       delayMs: decided.delayMs,
       budget,
-      breaker: breakerSummaryOf(breaker.record),
+      breaker: { state: breaker.record.state },
       shadow,
       // A denial that waiting ends; with no known end (forced open until reset, half-open), the open duration.
       ...(!allow && WAITED_OUT.has(reason) ? { retryAfterMs: decided.retryAfterMs ?? policy.breaker.openMs } : {}),

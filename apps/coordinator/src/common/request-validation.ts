@@ -1,9 +1,10 @@
 import { Transform, type Readable } from 'node:stream';
-import type { CanActivate, ExecutionContext } from '@nestjs/common';
+import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { OpenAPIObject, OperationObject, ParameterObject, ReferenceObject, SchemaObject } from '@nestjs/swagger';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import type { FastifyRequest } from 'fastify';
+import type { Observable } from 'rxjs';
 import type { ErrorDetail } from '@sluice/protocol';
 import { createOpenApiDocument } from '../openapi/document';
 import { validationFailed, type ApiError } from './api-error';
@@ -21,7 +22,7 @@ import { JsonShapeScanner, checkBodyShape, clip, fieldOf, nameOf } from './body-
  *    a field added to a DTO is checked here too), stopping at the first error. An object with
  *    declared properties takes no other (`additionalProperties: false`); a map such as a stored
  *    response's `headers` keeps the rule the document gives it; a query parameter is one string,
- *    within its string rules. This runs in a global guard, keyed by the matched route: after
+ *    within its string rules. This runs in a global interceptor, keyed by the matched route: after
  *    the guard, so a token that does not cover the request still gets its 401 or 403 first, and
  *    before the pipes.
  *
@@ -57,7 +58,7 @@ let compiled: RequestValidators | undefined;
 
 /**
  * Adds the shape checks (preParsing and preValidation hooks) and the schema checks (a global
- * guard). Call it after checkJsonObjectBody's preValidation hook (415 for another content
+ * interceptor). Call it after checkJsonObjectBody's preValidation hook (415 for another content
  * type, 400 for a body that is not an object), so that one runs first.
  */
 export function installRequestValidation(app: NestFastifyApplication): void {
@@ -66,20 +67,16 @@ export function installRequestValidation(app: NestFastifyApplication): void {
   // Callback hooks: no promise per request on the decision routes.
   fastify.addHook('preParsing', (request, _reply, payload, done) => done(null, scanLargeJsonBody(request, payload)));
   fastify.addHook('preValidation', (request, _reply, done) => done(shapeError(request)));
-  app.useGlobalGuards(new RequestSchemaGuard(compiled));
+  app.useGlobalInterceptors(new RequestSchemaInterceptor(compiled));
 }
 
-/**
- * Runs the compiled schemas of the matched route after the auth guard (a global guard added after
- * the app's own, so it runs after it) and before the pipes. A guard, not an interceptor: no
- * Observable per request on the decision routes.
- */
-class RequestSchemaGuard implements CanActivate {
+/** Runs the compiled schemas of the matched route after the guard, before the pipes. */
+class RequestSchemaInterceptor implements NestInterceptor {
   constructor(private readonly validators: RequestValidators) {}
 
-  canActivate(context: ExecutionContext): boolean {
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     if (context.getType() === 'http') validateRequest(this.validators, context.switchToHttp().getRequest());
-    return true;
+    return next.handle();
   }
 }
 

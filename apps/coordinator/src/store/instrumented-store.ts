@@ -18,7 +18,6 @@ const OPERATIONS: Record<StoreOperation, true> = {
   readDependency: true,
   registerDependency: true,
   listDependencies: true,
-  countDependencies: true,
   registerNamespace: true,
   listNamespaces: true,
   readPolicies: true,
@@ -46,17 +45,15 @@ export function instrumentStore(store: Store, metrics: MetricsService): Store {
   const instrumented: Store = Object.create(store) as Store;
   for (const operation of Object.keys(OPERATIONS) as StoreOperation[]) {
     const original = store[operation].bind(store) as (...args: unknown[]) => Promise<unknown>;
-    // One labels object per operation, made once: the decision path calls these thousands of times a second.
-    const labels = { operation };
     (instrumented as unknown as Record<string, unknown>)[operation] = async (...args: unknown[]) => {
-      const started = performance.now();
+      const stopTimer = metrics.storeOperationDuration.startTimer({ operation });
       try {
         return await original(...args);
       } catch (error) {
-        metrics.storeErrors.inc(labels);
+        metrics.storeErrors.inc({ operation });
         throw error;
       } finally {
-        metrics.storeOperationDuration.observe(labels, (performance.now() - started) / 1000);
+        stopTimer();
       }
     };
   }

@@ -1,7 +1,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClientContext, Result } from 'ioredis';
-import { LATENCY_BOUNDS_MS } from '@sluice/core';
+import { LATENCY_BOUNDS_MS, MAX_REPORTERS } from '@sluice/core';
 import type { RedisClient } from './connection';
 import { luaCodeTable } from './script-codes';
 
@@ -24,11 +24,9 @@ export interface ScriptReplies {
   set_breaker: FlatReply;
   read_dependency: FlatReply;
   register_name: number;
-  register_dependency: number;
   list_names: string[];
   list_dependencies: string[];
   keep_forced_listed: number;
-  count_names: number;
   write_policy: number[];
   read_policies: FlatReply;
   append_audit: number;
@@ -71,6 +69,7 @@ const INCLUDE = /^--- @include "([a-z_]+)"$/gm;
 const GENERATED = /\$\{([A-Z_]+)\}/g;
 const GENERATORS: Record<string, () => string> = {
   LATENCY_BOUNDS_MS: () => LATENCY_BOUNDS_MS.join(', '),
+  MAX_REPORTERS: () => String(MAX_REPORTERS),
   SCRIPT_CODES: luaCodeTable,
 };
 

@@ -23,6 +23,8 @@
   Output: reporters in the budget window, <breaker reply tail> after the batch
 ]]
 local rcall = redis.call
+-- Most reporters each reporter set holds, the least recent going first (libs/core MAX_REPORTERS).
+local MAX_REPORTERS = ${MAX_REPORTERS}
 --- @include "clock"
 --- @include "window"
 --- @include "budget"
@@ -85,6 +87,7 @@ else
   rcall('ZREMRANGEBYSCORE', KEYS[4], '-inf', nowMs - outcomeWindow * 1000)
   if failures + slow > 0 then
     rcall('ZADD', KEYS[4], nowMs, reporter)
+    rcall('ZREMRANGEBYRANK', KEYS[4], 0, -MAX_REPORTERS - 1)
     rcall('PEXPIRE', KEYS[4], outcomeWindow * 1000 + 2000)
   end
   if breaker.state == 'closed' then
@@ -98,6 +101,7 @@ end
 
 rcall('ZREMRANGEBYSCORE', KEYS[7], '-inf', nowMs - budgetWindow * 1000)
 rcall('ZADD', KEYS[7], nowMs, reporter)
+rcall('ZREMRANGEBYRANK', KEYS[7], 0, -MAX_REPORTERS - 1)
 rcall('PEXPIRE', KEYS[7], budgetWindow * 1000 + 2000)
 local reporters = rcall('ZCARD', KEYS[7])
 

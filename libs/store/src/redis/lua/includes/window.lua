@@ -1,7 +1,8 @@
 --[[
   Sliding window of per-second buckets kept in one hash; twin of libs/core SlidingWindowCounter.
   Fields: 'oldest' and 'newest' (oldest and newest live second), 't:<f>' (running total of
-  counter f) and '<second>:<f>' (counter f in that second). The window at second s holds seconds
+  counter f) and '<second>:<f>' (counter f in that second, stored only when not zero: a bucket is
+  the fields it has, so 29 latency counters cost what the non-zero ones do). The window at second s holds seconds
   s - windowSeconds + 1 .. s; older buckets are subtracted from the totals and deleted, and so
   are buckets past s (left by a clock step back: they are from no second the clock has reached).
 ]]
@@ -19,21 +20,39 @@ local function windowBucketSeconds(key)
   return seconds
 end
 
--- Subtracts the bucket of second s from the totals and deletes it.
-local function windowDrop(key, fields, s)
+-- The field names of the bucket of second s.
+local function windowBucketFields(fields, s)
   local bucket = {}
   for i, f in ipairs(fields) do
     bucket[i] = s .. ':' .. f
   end
-  local values = rcall('HMGET', key, unpack(bucket))
-  if values[1] then
-    for i, f in ipairs(fields) do
-      local value = tonumber(values[i]) or 0
-      -- Skip zeros: -(0) prints as "-0", which HINCRBY refuses.
-      if value ~= 0 then
-        rcall('HINCRBY', key, 't:' .. f, -value)
-      end
+  return bucket
+end
+
+-- True when the hash holds any counter of the bucket of second s.
+local function windowHasBucket(key, fields, s)
+  for _, value in ipairs(rcall('HMGET', key, unpack(windowBucketFields(fields, s)))) do
+    if value then
+      return true
     end
+  end
+  return false
+end
+
+-- Subtracts the bucket of second s from the totals and deletes it.
+local function windowDrop(key, fields, s)
+  local bucket = windowBucketFields(fields, s)
+  local values = rcall('HMGET', key, unpack(bucket))
+  local held = false
+  for i, f in ipairs(fields) do
+    local value = tonumber(values[i]) or 0
+    -- Skip zeros: -(0) prints as "-0", which HINCRBY refuses.
+    if value ~= 0 then
+      rcall('HINCRBY', key, 't:' .. f, -value)
+    end
+    held = held or values[i] ~= false
+  end
+  if held then
     rcall('HDEL', key, unpack(bucket))
   end
 end
@@ -80,7 +99,7 @@ local function windowPrune(key, fields, second, windowSeconds)
     if s <= cutoff then
       windowDrop(key, fields, s)
     elseif newOldest == nil or s < newOldest then
-      if rcall('HEXISTS', key, s .. ':' .. fields[1]) == 1 then
+      if windowHasBucket(key, fields, s) then
         newOldest = s
       end
     end
@@ -107,12 +126,20 @@ local function windowSum(key, fields, second, windowSeconds)
   return sums
 end
 
--- Adds deltas (same order as fields) into the bucket of `second`; the key lives one window
--- past its newest bucket.
+-- Adds deltas (same order as fields) into the bucket of `second`, storing none that is zero;
+-- the key lives one window past its newest bucket.
 local function windowAdd(key, fields, deltas, second, windowSeconds)
+  local added = false
   for i, f in ipairs(fields) do
-    rcall('HINCRBY', key, second .. ':' .. f, deltas[i])
-    rcall('HINCRBY', key, 't:' .. f, deltas[i])
+    local delta = deltas[i] or 0
+    if delta ~= 0 then
+      rcall('HINCRBY', key, second .. ':' .. f, delta)
+      rcall('HINCRBY', key, 't:' .. f, delta)
+      added = true
+    end
+  end
+  if not added then
+    return
   end
   local bounds = rcall('HMGET', key, 'oldest', 'newest')
   if bounds[1] == false or second < tonumber(bounds[1]) then
