@@ -10,8 +10,13 @@ export interface SseFrame {
 export interface EventStreamClient {
   /** Resolves with the first frame (already received or still to come) that matches, or rejects after `timeoutMs`. */
   next(match: (frame: SseFrame) => boolean, timeoutMs?: number): Promise<SseFrame>;
-  /** Resolves when the server ends the stream. */
-  ended: Promise<void>;
+  /**
+   * Resolves when the stream is over: `ended` when the server ended the response, `aborted` after
+   * close(), `failed` when the connection broke (reset, destroyed) before an end.
+   */
+  ended: Promise<'ended' | 'aborted' | 'failed'>;
+  /** Bytes received after the last complete frame (a frame cut off by the end). */
+  unparsed(): string;
   frames: SseFrame[];
   close(): void;
 }
@@ -29,11 +34,11 @@ export async function openEventStream(url: string, headers: Record<string, strin
   const decoder = new TextDecoder();
   const reader = response.body.getReader();
   let buffer = '';
-  const ended = (async () => {
+  const ended = (async (): Promise<'ended' | 'aborted' | 'failed'> => {
     try {
       for (;;) {
         const { done, value } = await reader.read();
-        if (done) return;
+        if (done) return 'ended';
         buffer += decoder.decode(value, { stream: true });
         let end: number;
         while ((end = buffer.indexOf('\n\n')) >= 0) {
@@ -43,7 +48,7 @@ export async function openEventStream(url: string, headers: Record<string, strin
         }
       }
     } catch {
-      // Aborted by close().
+      return controller.signal.aborted ? 'aborted' : 'failed';
     } finally {
       waiters.forEach((wake) => wake());
     }
@@ -54,6 +59,7 @@ export async function openEventStream(url: string, headers: Record<string, strin
   return {
     frames,
     ended,
+    unparsed: () => buffer,
     close: () => controller.abort(),
     next(match, timeoutMs = 5000) {
       let seen = 0;
