@@ -99,6 +99,8 @@ export class CoordinatorClient {
 
   /**
    * Stores the response of a claimed key. Throws {@link LeaseLostError} when the token no longer holds it.
+   * Completing again with the same token keeps the first response, so a completion that got no
+   * answer is asked again.
    *
    * @example
    * await client.completeIdempotencyKey(key, claim.token, { status: 201, headers: {}, body: '{"id":1}', bodyEncoding: 'utf8' });
@@ -109,7 +111,7 @@ export class CoordinatorClient {
     response: StoredResponse,
     signal?: AbortSignal,
   ): Promise<void> {
-    this.expectOk(await this.call('PUT', this.idempotencyPath(key), { token, response }, signal));
+    this.expectOk(await this.call('PUT', this.idempotencyPath(key), { token, response }, signal, true));
   }
 
   /**

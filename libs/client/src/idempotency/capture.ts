@@ -8,7 +8,9 @@ type WriteArgs = [chunk?: unknown, encoding?: BufferEncoding | Callback, callbac
 
 /**
  * Holds back what a handler sends on a Node response (status, headers, body), settles the claim
- * with it, and only then sends it: a client never sees a response that a retry could not replay.
+ * with it, and only then sends it: a client never sees a response that a retry could not replay,
+ * unless the coordinator cannot be reached to store it (the work is done, so its response is sent,
+ * and the completion is asked again while the lease holds).
  * Works under Express, Fastify and Nest alike, since all of them write to the Node response.
  * A body past the engine's limit is sent as it comes and the claim released.
  */

@@ -82,6 +82,8 @@ const NEVER_STORED = new Set([
   IDEMPOTENT_REPLAYED_HEADER,
 ]);
 const MARKER = 'noSideEffect';
+/** First wait before a failed completion is asked again; each further wait doubles. */
+const COMPLETION_RETRY_MS = 50;
 const claims = new WeakMap<object, HeldClaim>();
 
 /**
@@ -216,14 +218,15 @@ export class IdempotencyEngine {
       case 'mismatch':
         return refusal(422, 'fingerprint_mismatch', 'this Idempotency-Key was used for a different request');
       case 'claimed': {
-        const held = this.hold(key, claim.token, claim.recovered);
+        const leaseEndsAt = Date.now() + (this.options.leaseMs ?? DEFAULT_IDEMPOTENCY_LEASE_MS);
+        const held = this.hold(key, claim.token, claim.recovered, leaseEndsAt);
         claims.set(bind, held);
         return { action: 'run', claim: held };
       }
     }
   }
 
-  private hold(key: string, token: string, recovered: boolean): HeldClaim {
+  private hold(key: string, token: string, recovered: boolean, leaseEndsAt: number): HeldClaim {
     let noSideEffect = false;
     let settled = false;
     const once = async (action: () => Promise<void>) => {
@@ -246,7 +249,7 @@ export class IdempotencyEngine {
         once(() =>
           noSideEffect || this.transient.has(response.status)
             ? release()
-            : this.client.completeIdempotencyKey(key, token, response),
+            : this.complete(key, token, response, leaseEndsAt),
         ),
       release: (reason) =>
         once(async () => {
@@ -254,6 +257,39 @@ export class IdempotencyEngine {
           await release();
         }),
     };
+  }
+
+  /**
+   * Stores the response. When the coordinator cannot be reached, the caller is not kept waiting
+   * (the work is done and its response is sent), but the completion is asked again in the
+   * background, with the same token, until the lease ends: a coordinator back within the lease
+   * stores it, so a duplicate gets the replay instead of running the handler a second time.
+   */
+  private async complete(key: string, token: string, response: StoredResponse, leaseEndsAt: number): Promise<void> {
+    try {
+      await this.client.completeIdempotencyKey(key, token, response);
+    } catch (error) {
+      if (isCoordinatorUnavailableError(error) && Date.now() < leaseEndsAt) {
+        void this.completeLater(key, token, response, leaseEndsAt);
+      }
+      throw error;
+    }
+  }
+
+  private async completeLater(key: string, token: string, response: StoredResponse, leaseEndsAt: number): Promise<void> {
+    for (let waitMs = COMPLETION_RETRY_MS; Date.now() + waitMs < leaseEndsAt; waitMs *= 2) {
+      await new Promise((resolve) => setTimeout(resolve, waitMs).unref());
+      try {
+        await this.client.completeIdempotencyKey(key, token, response);
+        return;
+      } catch (error) {
+        if (!isCoordinatorUnavailableError(error)) {
+          this.options.onError?.(error, key);
+          return;
+        }
+      }
+    }
+    this.options.onError?.(new Error('the response could not be stored before the lease ended'), key);
   }
 }
 
