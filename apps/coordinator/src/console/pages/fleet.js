@@ -69,7 +69,7 @@ const COLUMNS = [
   { key: 'state', label: 'Breaker', value: (row) => row.breaker.state, cell: (row) => breakerCell(row.breaker) },
   {
     key: 'budget',
-    label: 'Budget (retries / limit)',
+    label: 'Retries / limit',
     numeric: true,
     value: (row) => budgetUse(row.view?.budget),
     cell: (row) => budgetCell(row.view?.budget),
