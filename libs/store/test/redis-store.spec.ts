@@ -64,14 +64,22 @@ describe('RedisStore keys', () => {
 
   it('keeps an idempotency key in one hash under its own tag, with a TTL of max(lease, retention), then retention', async () => {
     const ref = { namespace: 'shop', key: 'Order:42' };
-    const claim = { fingerprint: 'f', token: 't', leaseMs: 30_000, retentionMs: 120_000 };
+    // The lease outlasts the retention, so the two TTLs differ: max(lease, retention), then retention.
+    const claim = { fingerprint: 'f', token: 't', leaseMs: 120_000, retentionMs: 30_000 };
     await store.claimIdempotencyKey(ref, claim);
     const record = `${prefix}:{shop/idem/Order:42}:record`;
     expect(await client.keys(`${prefix}:{shop/idem/*`)).toEqual([record]);
-    expect(await client.pttl(record)).toBeGreaterThan(60_000);
+    const claimed = await store.readIdempotencyKey(ref);
+    expect(claimed!.expiresAt - claimed!.createdAt).toBe(120_000);
+    const held = await client.pttl(record);
+    expect(held).toBeGreaterThan(30_000); // not the retention: the lease's
+    expect(held).toBeLessThanOrEqual(120_000);
     await store.completeIdempotencyKey(ref, { token: 't', response: 'r' });
-    expect(await client.pttl(record)).toBeGreaterThan(60_000);
-    expect(await client.pttl(record)).toBeLessThanOrEqual(120_000);
+    const completed = await store.readIdempotencyKey(ref);
+    expect(completed!.expiresAt - completed!.completedAt!).toBe(30_000);
+    const kept = await client.pttl(record);
+    expect(kept).toBeGreaterThan(0);
+    expect(kept).toBeLessThanOrEqual(30_000);
   });
 
   it('keeps every key of a queue under the queue tag, each with a TTL', async () => {
