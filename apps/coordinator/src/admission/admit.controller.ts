@@ -6,6 +6,7 @@ import { DecisionRoute, ERRORS, tooManyDependencies } from '../openapi/routes';
 import { TAGS } from '../openapi/tags';
 import { AdmitRequestDto } from './admit.dto';
 import { AdmitService } from './admit.service';
+import { SerializedAs } from '../openapi/serialization';
 
 @ApiTags(TAGS.dependencies.name)
 @Controller('v1/:ns/deps/:dep/admit')
@@ -14,6 +15,7 @@ export class AdmitController {
 
   @Post()
   @HttpCode(200)
+  @SerializedAs('AdmitDecision')
   @DecisionRoute({
     operationId: 'admitCall',
     summary: 'May I make this call?',

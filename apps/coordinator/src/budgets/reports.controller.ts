@@ -6,6 +6,7 @@ import { ClientRoute, tooManyDependencies } from '../openapi/routes';
 import { TAGS } from '../openapi/tags';
 import { ReportRequestDto } from './reports.dto';
 import { ReportsService } from './reports.service';
+import { SerializedAs } from '../openapi/serialization';
 
 @ApiTags(TAGS.dependencies.name)
 @Controller('v1/:ns/reports')
@@ -14,6 +15,7 @@ export class ReportsController {
 
   @Post()
   @HttpCode(200)
+  @SerializedAs('ReportResponse')
   @ClientRoute({
     operationId: 'reportOutcomes',
     summary: 'Report batched call outcomes',

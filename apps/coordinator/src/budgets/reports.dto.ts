@@ -28,6 +28,7 @@ import {
   type ProbeOutcome,
   type ReportRequest,
 } from '@sluice/protocol';
+import { CheckedBySchema } from '../common/validation.pipe';
 
 const MAX_COUNT = 1_000_000_000;
 
@@ -117,6 +118,7 @@ export class DependencyReportDto implements DependencyReport {
   probes?: ProbeOutcomeDto[];
 }
 
+@CheckedBySchema()
 export class ReportRequestDto implements ReportRequest {
   @IsString()
   @Matches(REQUEST_ID_PATTERN, { message: 'must be 1-128 of A-Z a-z 0-9 . _ : -' })

@@ -6,6 +6,7 @@ import { DecisionRoute, tooManyDependencies } from '../openapi/routes';
 import { TAGS } from '../openapi/tags';
 import { RetryBatchRequestDto } from './retries.dto';
 import { RetryBatchService } from './retry-batch.service';
+import { SerializedAs } from '../openapi/serialization';
 
 @ApiTags(TAGS.dependencies.name)
 @Controller('v1/:ns/retries')
@@ -14,6 +15,7 @@ export class RetriesController {
 
   @Post()
   @HttpCode(200)
+  @SerializedAs('RetryBatchDecision')
   @DecisionRoute({
     operationId: 'decideRetries',
     summary: 'Many retry decisions in one request',

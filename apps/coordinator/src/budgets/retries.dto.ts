@@ -4,6 +4,7 @@ import { ArrayMaxSize, ArrayMinSize, IsArray, Matches, ValidateNested } from 'cl
 import { JSONSchema } from 'class-validator-jsonschema';
 import { MAX_RETRY_ASKS, RESOURCE_NAME_PATTERN, type RetryAsk, type RetryBatchRequest } from '@sluice/protocol';
 import { RetryRequestDto } from './retry.dto';
+import { CheckedBySchema } from '../common/validation.pipe';
 
 export class RetryAskDto extends RetryRequestDto implements RetryAsk {
   @Matches(RESOURCE_NAME_PATTERN, { message: `must match ${RESOURCE_NAME_PATTERN.source}` })
@@ -11,6 +12,7 @@ export class RetryAskDto extends RetryRequestDto implements RetryAsk {
   dep!: string;
 }
 
+@CheckedBySchema()
 export class RetryBatchRequestDto implements RetryBatchRequest {
   @IsArray()
   @ArrayMinSize(1)

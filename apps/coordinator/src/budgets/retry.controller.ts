@@ -6,6 +6,7 @@ import { DecisionRoute, tooManyDependencies } from '../openapi/routes';
 import { TAGS } from '../openapi/tags';
 import { RetryRequestDto } from './retry.dto';
 import { RetryService } from './retry.service';
+import { SerializedAs } from '../openapi/serialization';
 
 @ApiTags(TAGS.dependencies.name)
 @Controller('v1/:ns/deps/:dep/retry')
@@ -14,6 +15,7 @@ export class RetryController {
 
   @Post()
   @HttpCode(200)
+  @SerializedAs('RetryDecision')
   @DecisionRoute({
     operationId: 'decideRetry',
     summary: 'May I retry?',

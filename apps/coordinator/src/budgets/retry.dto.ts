@@ -8,7 +8,9 @@ import {
   type FailureKind,
   type RetryRequest,
 } from '@sluice/protocol';
+import { CheckedBySchema } from '../common/validation.pipe';
 
+@CheckedBySchema()
 export class RetryRequestDto implements RetryRequest {
   /** Which retry this is: 1 is the first retry. */
   @IsInt()

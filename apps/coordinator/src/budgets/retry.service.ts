@@ -52,7 +52,7 @@ export class RetryService {
   answer(ref: DependencyRef, policy: DependencyPolicy, decided: DecidedAsk): RetryDecision {
     const { reason, budget, breaker } = decided;
     const labels = this.registry.isRegistered(ref) ? ref : UNREGISTERED;
-    this.metrics.retryDecisions.inc({ namespace: labels.namespace, dependency: labels.dependency, result: reason });
+    this.metrics.retryDecisionCounts.child(labels.namespace, labels.dependency, reason).inc();
     const shadow = policy.mode === 'shadow' && !ALWAYS_ENFORCED.has(reason);
     if (shadow && reason !== 'granted') {
       this.metrics.shadowDenials.inc({ namespace: labels.namespace, dependency: labels.dependency, kind: 'retry' });

@@ -1,10 +1,9 @@
 import { Transform, type Readable } from 'node:stream';
-import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
+import type { CanActivate, ExecutionContext } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { OpenAPIObject, OperationObject, ParameterObject, ReferenceObject, SchemaObject } from '@nestjs/swagger';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import type { FastifyRequest } from 'fastify';
-import type { Observable } from 'rxjs';
 import type { ErrorDetail } from '@sluice/protocol';
 import { createOpenApiDocument } from '../openapi/document';
 import { validationFailed, type ApiError } from './api-error';
@@ -22,7 +21,7 @@ import { JsonShapeScanner, checkBodyShape, clip, fieldOf, nameOf } from './body-
  *    a field added to a DTO is checked here too), stopping at the first error. An object with
  *    declared properties takes no other (`additionalProperties: false`); a map such as a stored
  *    response's `headers` keeps the rule the document gives it; a query parameter is one string,
- *    within its string rules. This runs in a global interceptor, keyed by the matched route: after
+ *    within its string rules. This runs in a global guard, keyed by the matched route: after
  *    the guard, so a token that does not cover the request still gets its 401 or 403 first, and
  *    before the pipes.
  *
@@ -58,7 +57,7 @@ let compiled: RequestValidators | undefined;
 
 /**
  * Adds the shape checks (preParsing and preValidation hooks) and the schema checks (a global
- * interceptor). Call it after checkJsonObjectBody's preValidation hook (415 for another content
+ * guard). Call it after checkJsonObjectBody's preValidation hook (415 for another content
  * type, 400 for a body that is not an object), so that one runs first.
  */
 export function installRequestValidation(app: NestFastifyApplication): void {
@@ -67,16 +66,20 @@ export function installRequestValidation(app: NestFastifyApplication): void {
   // Callback hooks: no promise per request on the decision routes.
   fastify.addHook('preParsing', (request, _reply, payload, done) => done(null, scanLargeJsonBody(request, payload)));
   fastify.addHook('preValidation', (request, _reply, done) => done(shapeError(request)));
-  app.useGlobalInterceptors(new RequestSchemaInterceptor(compiled));
+  app.useGlobalGuards(new RequestSchemaGuard(compiled));
 }
 
-/** Runs the compiled schemas of the matched route after the guard, before the pipes. */
-class RequestSchemaInterceptor implements NestInterceptor {
+/**
+ * Runs the compiled schemas of the matched route after the auth guard (a global guard added after
+ * the app's own, so it runs after it) and before the pipes. A guard, not an interceptor: no
+ * Observable per request on the decision routes.
+ */
+class RequestSchemaGuard implements CanActivate {
   constructor(private readonly validators: RequestValidators) {}
 
-  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+  canActivate(context: ExecutionContext): boolean {
     if (context.getType() === 'http') validateRequest(this.validators, context.switchToHttp().getRequest());
-    return next.handle();
+    return true;
   }
 }
 

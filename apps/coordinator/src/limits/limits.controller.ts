@@ -7,6 +7,7 @@ import { DecisionRoute, ERRORS, notFound, RETRY_AFTER } from '../openapi/routes'
 import { TAGS } from '../openapi/tags';
 import { TakeRequestDto } from './take.dto';
 import { LimitsService } from './limits.service';
+import { SerializedAs } from '../openapi/serialization';
 
 const wholeSeconds = (ms: number) => String(Math.ceil(ms / 1000));
 
@@ -20,6 +21,7 @@ export class LimitsController {
   /** Answers 200 either way, with the IETF RateLimit headers and, when denied, Retry-After. */
   @Post()
   @HttpCode(200)
+  @SerializedAs('TakeDecision')
   @DecisionRoute({
     operationId: 'takeLimit',
     summary: 'Take from a named rate limit',

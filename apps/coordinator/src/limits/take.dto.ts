@@ -2,7 +2,9 @@ import { IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 import { CallerChosenId } from '../common/caller-id.decorator';
 import { LIMIT_KEY_PATTERN, type TakeRequest } from '@sluice/protocol';
+import { CheckedBySchema } from '../common/validation.pipe';
 
+@CheckedBySchema()
 export class TakeRequestDto implements TakeRequest {
   /** Whose allowance this is: a user, a tenant, an IP address. */
   @Matches(LIMIT_KEY_PATTERN, { message: 'must be 1-200 of A-Z a-z 0-9 . _ : @ -' })

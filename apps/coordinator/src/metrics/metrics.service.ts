@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { BREAKER_STATES, RETRY_REASONS } from '@sluice/protocol';
+import { CounterChildren } from './counter-children';
 
 /**
  * The labels a decision about a dependency that is not registered (a read, a call not worth
@@ -8,6 +9,8 @@ import { BREAKER_STATES, RETRY_REASONS } from '@sluice/protocol';
  */
 export const UNREGISTERED = { namespace: '_unregistered', dependency: '_unregistered' } as const;
 const SHADOW_KINDS = ['retry', 'admit', 'take'] as const;
+const RETRY_DECISION_LABELS = ['namespace', 'dependency', 'result'] as const;
+type RetryDecisionLabel = (typeof RETRY_DECISION_LABELS)[number];
 const QUANTILES = ['0.5', '0.95', '0.99'] as const;
 
 /**
@@ -18,12 +21,19 @@ const QUANTILES = ['0.5', '0.95', '0.99'] as const;
 export class MetricsService {
   readonly registry = new Registry();
 
-  readonly retryDecisions = new Counter({
+  readonly retryDecisions: Counter<RetryDecisionLabel> = new Counter({
     name: 'sluice_retry_decisions_total',
     help: 'Retry decisions by namespace, dependency and result (the decision reason).',
-    labelNames: ['namespace', 'dependency', 'result'] as const,
+    labelNames: RETRY_DECISION_LABELS,
     registers: [this.registry],
+    collect: (): void => this.retryDecisionCounts.flush(),
   });
+
+  /** sluice_retry_decisions_total by label set, resolved once each: what the decision path counts with. */
+  readonly retryDecisionCounts: CounterChildren<RetryDecisionLabel> = new CounterChildren(
+    this.retryDecisions,
+    RETRY_DECISION_LABELS,
+  );
 
   readonly idempotencyRequests = new Counter({
     name: 'sluice_idempotency_requests_total',
@@ -154,6 +164,7 @@ export class MetricsService {
   /** Removes every series labelled with the dependency (it was forgotten: unused for the retention). */
   forgetDependency(namespace: string, dependency: string): void {
     const labels = { namespace, dependency };
+    this.retryDecisionCounts.forget((child) => child.namespace === namespace && child.dependency === dependency);
     for (const result of RETRY_REASONS) this.retryDecisions.remove({ ...labels, result });
     for (const state of BREAKER_STATES) {
       this.breakerState.remove({ ...labels, state });

@@ -61,10 +61,12 @@ export function capNamespaces(store: Store, cap: number): Store & { rememberedNa
   const capped = Object.create(store) as Store & { rememberedNamespaces(): number };
   for (const operation of STATE_CREATING) {
     const original = store[operation].bind(store) as (...args: unknown[]) => Promise<unknown>;
-    (capped as unknown as Record<string, unknown>)[operation] = async (...args: unknown[]) => {
+    (capped as unknown as Record<string, unknown>)[operation] = (...args: unknown[]) => {
       const [first] = args;
-      await register(typeof first === 'string' ? first : (first as { namespace: string }).namespace);
-      return original(...args);
+      const namespace = typeof first === 'string' ? first : (first as { namespace: string }).namespace;
+      // A namespace registered recently costs a map look-up and no promise of its own.
+      if ((renewAt.get(namespace) ?? 0) > Date.now()) return original(...args);
+      return register(namespace).then(() => original(...args));
     };
   }
   capped.rememberedNamespaces = () => renewAt.size;
