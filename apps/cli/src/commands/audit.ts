@@ -1,0 +1,42 @@
+import { Option, type Command } from 'commander';
+import type { AuditLog } from '@sluice/protocol';
+import { withContext } from '../context';
+import { sinceInstant } from '../durations';
+import { instant, print, table } from '../output';
+import { positiveInteger } from './dead-letters';
+
+interface AuditOptions {
+  ns?: string;
+  since?: number;
+  limit: number;
+}
+
+/** `sluice audit [--ns] [--since] [--limit]`: who did what, when and why. */
+export function registerAudit(program: Command): void {
+  program
+    .command('audit')
+    .description('read the audit log: breaker actions, policy changes, dead-letter redrives and purges')
+    .option('--ns <ns>', 'one namespace (a token of some namespaces only must name one)')
+    .addOption(
+      new Option('--since <when>', 'only entries since: 30m, 2h, 1d back, or an ISO 8601 time').argParser(
+        (value: string) => sinceInstant(value),
+      ),
+    )
+    .option('--limit <n>', 'the latest n entries read (1-1000)', positiveInteger, 100)
+    .action(
+      withContext(async ({ client, output }, options: AuditOptions) => {
+        const log = await client.get<AuditLog>('admin/v1/audit', { ns: options.ns, limit: options.limit });
+        const items = log.items.filter((entry) => options.since === undefined || entry.at >= options.since);
+        print(output, { items }, () =>
+          table(items, [
+            { header: 'AT', value: (entry) => instant(entry.at) },
+            { header: 'ACTOR', value: (entry) => entry.actor },
+            { header: 'ACTION', value: (entry) => entry.action },
+            { header: 'NAMESPACE', value: (entry) => entry.namespace },
+            { header: 'TARGET', value: (entry) => entry.target },
+            { header: 'REASON', value: (entry) => entry.reason },
+          ]),
+        );
+      }),
+    );
+}
