@@ -1,6 +1,8 @@
 // Retry-decision throughput: the coordinator against a bare node:http server running the same
-// decide_retry script, and against redis-benchmark calling that script directly.
-// Run with `npm run bench:decisions` (builds dist/ first).
+// decide_retry script, and against redis-benchmark calling that script directly; then the
+// coordinator's batched path (POST /v1/{ns}/retries, BATCH_SIZE asks for one dependency a request,
+// decided by decide_retries-N.lua in one script call), in decisions per second beside them.
+// Run with `npm run bench:decisions` (builds dist/ first). Output: test/bench/results/ only.
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -36,6 +38,8 @@ const DEPENDENCIES = ['payments', 'search', 'inventory', 'profile'];
  */
 const BUDGET = { ratio: 1, minRetriesPerSecond: 100_000, windowSeconds: 10 };
 const BODY = JSON.stringify({ attempt: 1, idempotent: true });
+/** Asks per batched request: what one process's coalesced failures of one dependency look like. */
+const BATCH_SIZE = 50;
 const PREFIX = `sluice-bench-${process.pid}-${Date.now().toString(36)}`;
 
 const requests = DEPENDENCIES.map((dependency) => ({
@@ -45,30 +49,49 @@ const requests = DEPENDENCIES.map((dependency) => ({
   body: BODY,
 }));
 
-/** Checks one decision by hand, so the load below measures grants and not errors. */
-async function expectGrant(baseUrl) {
-  const response = await fetch(baseUrl + requests[0].path, {
-    method: 'POST',
-    headers: requests[0].headers,
-    body: BODY,
-  });
+/** One batch per dependency: BATCH_SIZE asks for it, in one request. */
+const batchRequests = DEPENDENCIES.map((dependency) => ({
+  method: 'POST',
+  path: `/v1/${NAMESPACE}/retries`,
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({
+    asks: Array.from({ length: BATCH_SIZE }, () => ({ dep: dependency, attempt: 1, idempotent: true })),
+  }),
+}));
+
+/** One report per request, for one dependency, from one of 64 reporters: what a pod's flush looks like. */
+const reportRequests = Array.from({ length: 64 }, (_, i) => ({
+  method: 'POST',
+  path: `/v1/${NAMESPACE}/reports`,
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({
+    reporter: `pod-${i}`,
+    deps: [{ dep: DEPENDENCIES[i % DEPENDENCIES.length], requests: 20, successes: 20, failures: 0, slow: 0 }],
+  }),
+}));
+
+/** Checks one request by hand, so the load below measures grants and not errors. */
+async function expectGrant(baseUrl, [first]) {
+  const response = await fetch(baseUrl + first.path, { method: 'POST', headers: first.headers, body: first.body });
   const answer = await response.json();
-  if (response.status !== 200 || answer.reason !== 'granted') {
-    throw new Error(`expected a granted decision from ${baseUrl}, got ${response.status} ${JSON.stringify(answer)}`);
+  if (answer.deps && response.status === 200) return; // a report: nothing to grant
+  const reasons = answer.decisions ? answer.decisions.map((decision) => decision.reason) : [answer.reason];
+  if (response.status !== 200 || reasons.some((reason) => reason !== 'granted')) {
+    throw new Error(`expected granted decisions from ${baseUrl}, got ${response.status} ${JSON.stringify(answer)}`);
   }
 }
 
 /** Starts a server, waits for it, warms it up, measures it, stops it. */
-async function measureHttp(name, { args, env }) {
+async function measureHttp(name, { args, env, load = requests }) {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const child = startChild(process.execPath, args(port), { cwd: ROOT, env: { ...cleanEnv(), ...env(port) } });
   try {
     await waitReady(`${baseUrl}/health/ready`, child);
-    await expectGrant(baseUrl);
+    await expectGrant(baseUrl, load);
     process.stdout.write(`${name}: warming up ${WARMUP_SECONDS} s, measuring ${LOAD_SECONDS} s...\n`);
-    await httpLoad(baseUrl, { requests, connections: CONNECTIONS, durationSeconds: WARMUP_SECONDS });
-    return await httpLoad(baseUrl, { requests, connections: CONNECTIONS, durationSeconds: LOAD_SECONDS });
+    await httpLoad(baseUrl, { requests: load, connections: CONNECTIONS, durationSeconds: WARMUP_SECONDS });
+    return await httpLoad(baseUrl, { requests: load, connections: CONNECTIONS, durationSeconds: LOAD_SECONDS });
   } finally {
     await stopChild(child);
   }
@@ -79,17 +102,25 @@ function cleanEnv() {
   return Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('SLUICE_')));
 }
 
-async function measureCoordinator(policiesFile) {
-  return measureHttp('coordinator', {
+async function measureCoordinator(policiesFile, { name = 'coordinator', load = requests } = {}) {
+  return measureHttp(name, {
+    load,
     args: () => ['dist/apps/coordinator/src/main.js'],
     env: (port) => ({
       SLUICE_PORT: String(port),
       SLUICE_REDIS_URL: REDIS_URL,
-      SLUICE_KEY_PREFIX: `${PREFIX}-coord`,
+      // Its own keys: the batched run's grants do not share a budget with the single run's.
+      SLUICE_KEY_PREFIX: `${PREFIX}-${name}`,
       SLUICE_LOG_LEVEL: 'warn',
       SLUICE_POLICIES_FILE: policiesFile,
     }),
   });
+}
+
+/** The batched path: requests/s and latency are per batch; decisions/s is BATCH_SIZE times requests/s. */
+async function measureBatched(policiesFile) {
+  const result = await measureCoordinator(policiesFile, { name: 'coordinator-batched', load: batchRequests });
+  return { ...result, decisionsPerRequest: BATCH_SIZE };
 }
 
 async function measureBaseline() {
@@ -160,26 +191,30 @@ function printTable(results) {
   const baseline = results.find((result) => result.contender === 'baseline' && !result.failed);
   const number = (value, digits) =>
     value === null || value === undefined ? 'n/a' : String(Number(value.toFixed(digits)));
-  const rows = results.map((result) =>
-    result.failed
-      ? [result.contender, 'failed', '', '', '', '']
-      : [
-          result.contender,
-          number(result.rps, 0),
-          number(result.p50Ms, 3),
-          number(result.p99Ms, 3),
-          baseline ? `${(result.rps / baseline.rps).toFixed(2)}x` : 'n/a',
-          String(result.non2xx + result.errors + result.timeouts),
-        ],
-  );
-  const header = ['contender', 'requests/s', 'p50 ms', 'p99 ms', 'vs baseline', 'errors'];
+  const rows = results.map((result) => {
+    if (result.failed) return [result.contender, 'failed', '', '', '', '', ''];
+    const decisions = result.rps * (result.decisionsPerRequest ?? 1);
+    return [
+      result.contender,
+      number(result.rps, 0),
+      decisions > 0 ? number(decisions, 0) : '-',
+      number(result.p50Ms, 3),
+      number(result.p99Ms, 3),
+      baseline && decisions > 0 ? `${(decisions / baseline.rps).toFixed(2)}x` : '-',
+      String(result.non2xx + result.errors + result.timeouts),
+    ];
+  });
+  const header = ['contender', 'requests/s', 'decisions/s', 'p50 ms', 'p99 ms', 'vs baseline', 'errors'];
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
   const pad = (cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]));
   const line = (cells) => cells.map(pad).join(' | ');
   console.log(`\n${line(header)}\n${widths.map((width) => '-'.repeat(width)).join('-|-')}`);
   for (const row of rows) console.log(line(row));
   console.log(
-    '(autocannon measures latency to the whole millisecond; errors: non-2xx answers, socket errors, timeouts)',
+    '(autocannon measures latency to the whole millisecond; errors: non-2xx answers, socket errors, timeouts; ' +
+      `coordinator-batched: ${BATCH_SIZE} asks for one dependency a request, its latency per request; ` +
+      'coordinator-reports: one report of one dependency a request (its requests/s are reports/s); ' +
+      'vs baseline: decisions/s over the baseline\u2019s single decisions/s)',
   );
   if (results.some((result) => result.failed || result.non2xx + result.errors + result.timeouts > 0)) {
     console.log('WARNING: some requests failed, so these numbers do not measure decisions alone');
@@ -211,6 +246,7 @@ async function main() {
       warmupSeconds: WARMUP_SECONDS,
       loadSeconds: LOAD_SECONDS,
       dependencies: DEPENDENCIES.length,
+      batchSize: BATCH_SIZE,
       keyPrefix: PREFIX,
     };
     console.log(
@@ -226,6 +262,11 @@ async function main() {
 
     const results = [
       await measure('coordinator', () => measureCoordinator(policiesFile)),
+      await measure('coordinator-batched', () => measureBatched(policiesFile)),
+      await measure('coordinator-reports', async () => ({
+        ...(await measureCoordinator(policiesFile, { name: 'coordinator-reports', load: reportRequests })),
+        decisionsPerRequest: 0,
+      })),
       await measure('baseline', () => measureBaseline()),
       await measure('redis-benchmark', () => measureRedisBenchmark(redis)),
     ];

@@ -51,19 +51,29 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
   // The request's logger is the current one from its first hook, and again from preHandler on
   // (reading the body runs in the socket's context, not the request's).
   fastify.addHook('onRequest', (request, _reply, done) => withRequestLog(request, done));
-  fastify.addHook('onRequest', async (request, reply) => {
+  // Callback hooks here and below: no promise per request.
+  fastify.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
   registerLoadShedding(app, config, metrics);
-  fastify.addHook('preValidation', async (request) => checkJsonObjectBody(request));
+  fastify.addHook('preValidation', (request, _reply, done) => {
+    try {
+      checkJsonObjectBody(request);
+      done();
+    } catch (error) {
+      done(error as Error);
+    }
+  });
   // Bodies' shape, then path, query and body against the document's schemas: linear time, before the pipe.
   installRequestValidation(app);
   fastify.addHook('preHandler', (request, _reply, done) => withRequestLog(request, done));
-  fastify.addHook('onResponse', async (request, reply) => {
+  fastify.addHook('onResponse', (request, reply, done) => {
     metrics.httpRequestDuration.observe(
       { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
       reply.elapsedTime / 1000,
     );
+    done();
   });
   setupOpenApi(app);
   await setupConsole(app);

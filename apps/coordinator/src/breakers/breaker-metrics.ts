@@ -25,6 +25,10 @@ export class BreakerMetrics {
     for (const transition of snapshot.transitions) {
       this.metrics.breakerTransitions.inc({ ...labels, from: transition.from, to: transition.to });
     }
+    // Five gauge series per dependency: written when the state changes, not on every decision.
+    const key = `${ref.namespace}/${ref.dependency}`;
+    if (this.metrics.shownBreakerStates.get(key) === snapshot.record.state) return;
+    this.metrics.shownBreakerStates.set(key, snapshot.record.state);
     for (const state of BREAKER_STATES) {
       this.metrics.breakerState.set({ ...labels, state }, state === snapshot.record.state ? 1 : 0);
     }

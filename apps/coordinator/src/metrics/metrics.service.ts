@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { BREAKER_STATES, RETRY_REASONS } from '@sluice/protocol';
+import { BREAKER_STATES, RETRY_REASONS, type BreakerState } from '@sluice/protocol';
 import { CounterChildren } from './counter-children';
 
 /**
@@ -90,6 +90,9 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  /** The state sluice_breaker_state shows, by `namespace/dependency` (BreakerMetrics writes it on a change). */
+  readonly shownBreakerStates = new Map<string, BreakerState>();
+
   readonly breakerTransitions = new Counter({
     name: 'sluice_breaker_transitions_total',
     help: 'Circuit breaker transitions made through this instance (each is made by exactly one).',
@@ -165,6 +168,7 @@ export class MetricsService {
   forgetDependency(namespace: string, dependency: string): void {
     const labels = { namespace, dependency };
     this.retryDecisionCounts.forget((child) => child.namespace === namespace && child.dependency === dependency);
+    this.shownBreakerStates.delete(`${namespace}/${dependency}`);
     for (const result of RETRY_REASONS) this.retryDecisions.remove({ ...labels, result });
     for (const state of BREAKER_STATES) {
       this.breakerState.remove({ ...labels, state });
