@@ -85,7 +85,11 @@ describe.each([
       const refused = await admit(dep, body).expect(200);
       expect({ body, answer: refused.body }).toEqual({
         body,
-        answer: expect.objectContaining({ allow: false, reason: 'breaker_open', breaker: { state: 'open' } }),
+        answer: expect.objectContaining({
+          allow: false,
+          reason: 'breaker_open',
+          breaker: { state: 'open', openUntil: expect.any(Number), reason: null },
+        }),
       });
       expect(refused.body.retryAfterMs).toBeGreaterThan(0);
       expect(refused.body.retryAfterMs).toBeLessThanOrEqual(OPEN_MS);
@@ -210,6 +214,7 @@ describe.each([
       since: expect.any(Number),
       openUntil: null,
       reason: 'bad deploy',
+      known: false,
     });
     expect((await retry(dep).expect(200)).body).toMatchObject({
       allow: false,
@@ -307,7 +312,11 @@ describe.each([
       view: viewed.body.breaker,
       listed: listed.body.items.find((item: { dependency: string }) => item.dependency === dep),
     }).toEqual({
-      admit: expect.objectContaining({ allow: false, reason: 'breaker_open', breaker: { state: 'forced_open' } }),
+      admit: expect.objectContaining({
+        allow: false,
+        reason: 'breaker_open',
+        breaker: { state: 'forced_open', openUntil: null, reason: 'until reset' },
+      }),
       view: expect.objectContaining({ state: 'forced_open', since: tripped.body.since, openUntil: null }),
       listed: {
         dependency: dep,

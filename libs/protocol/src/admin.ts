@@ -1,4 +1,4 @@
-/** The admin API's lists and actions: /admin/v1/{ns}/breakers, /budgets, /admin/v1/audit. */
+/** The admin API's lists and actions: /admin/v1/namespaces, /admin/v1/{ns}/breakers, /budgets, /admin/v1/audit. */
 import type { BreakerState } from './retry';
 
 /** A list answer: `{"items": […]}`. */
@@ -17,6 +17,23 @@ export interface BreakerItem {
 }
 
 export type BreakerList = ItemList<BreakerItem>;
+
+/**
+ * The answer to a trip, force-close or reset: the breaker after the action, and whether any caller
+ * has reported or asked for the dependency within the registry's retention (false: a likely typo).
+ */
+export interface BreakerActionResult extends BreakerItem {
+  known: boolean;
+}
+
+/** One namespace of GET /admin/v1/namespaces. */
+export interface NamespaceItem {
+  namespace: string;
+  /** How many dependencies the namespace holds. */
+  dependencies: number;
+}
+
+export type NamespaceList = ItemList<NamespaceItem>;
 
 /** One retry budget of GET /admin/v1/{ns}/budgets. */
 export interface BudgetItem {

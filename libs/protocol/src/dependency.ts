@@ -6,6 +6,8 @@ export interface BreakerDetail {
   state: BreakerState;
   since: number | null;
   openUntil: number | null;
+  /** The operator's reason for a forced state; null otherwise. */
+  reason: string | null;
   failureRate: number;
   slowRate: number;
   calls: number;

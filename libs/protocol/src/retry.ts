@@ -37,8 +37,13 @@ export interface BudgetView {
 export const BREAKER_STATES = ['closed', 'open', 'half_open', 'forced_open', 'forced_closed'] as const;
 export type BreakerState = (typeof BREAKER_STATES)[number];
 
+/** The breaker in a decision; `openUntil` and `reason` are present when it is open or forced. */
 export interface BreakerSummary {
   state: BreakerState;
+  /** open: when it half-opens; forced_*: when the forced state lapses (null: until reset). */
+  openUntil?: number | null;
+  /** The operator's reason for a forced state; null for an automatic open. */
+  reason?: string | null;
 }
 
 export interface RetryDecision {

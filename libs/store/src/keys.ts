@@ -41,6 +41,8 @@ export interface RequestOutcomeKeys {
 export interface NamespaceKeys {
   /** Sorted set: dependencies seen in the namespace, scored by last use (epoch ms). */
   dependencies: string;
+  /** Sorted set: the dependencies callers used (reports, retries, admissions), scored by last such use. */
+  callers: string;
   /** Hash: the namespace's policy documents and their versions (see PolicyDocumentRef). */
   policies: string;
   /** Sharded pub/sub channel: dependencies new to the namespace. */
@@ -115,6 +117,7 @@ export class SluiceKeys {
     return {
       forced: `${tagged}:forced`,
       dependencies: `${tagged}:deps`,
+      callers: `${tagged}:callers`,
       policies: `${tagged}:policies`,
       events: `${tagged}:events`,
     };

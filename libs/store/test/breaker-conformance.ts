@@ -256,7 +256,7 @@ export function describeBreakerConformance(label: string, open: () => Promise<St
       expect(opened.record.state).toBe('open');
     });
 
-    it('publishes every transition on the dependency channel, and new dependencies on the namespace channel', async () => {
+    it('publishes every transition (with the operator\u2019s reason) on the dependency channel, and new dependencies on the namespace channel', async () => {
       const ref = freshRef();
       const events: StoreEvent[] = [];
       const stopDependency = await store.subscribeDependency(ref, (event) => events.push(event));
@@ -277,9 +277,16 @@ export function describeBreakerConformance(label: string, open: () => Promise<St
           from: 'closed',
           state: 'open',
           openUntil: expect.any(Number),
+          reason: null,
         }),
-        expect.objectContaining({ type: 'breaker', from: 'open', state: 'forced_open', openUntil: null }),
-        expect.objectContaining({ type: 'breaker', from: 'forced_open', state: 'forced_open' }),
+        expect.objectContaining({
+          type: 'breaker',
+          from: 'open',
+          state: 'forced_open',
+          openUntil: null,
+          reason: 'drill',
+        }),
+        expect.objectContaining({ type: 'breaker', from: 'forced_open', state: 'forced_open', reason: 'drill again' }),
       ]);
     });
   });

@@ -263,15 +263,34 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
       const namespace = `cap-${++sequence}`;
       const registration = { cap: 2, retentionMs: 1000 };
       const register = (dependency: string) => store.registerDependency({ namespace, dependency }, registration);
-      expect(await register('a')).toBe(true);
-      expect(await register('b')).toBe(true);
-      expect(await register('c')).toBe(false);
-      expect(await register('a')).toBe(true);
+      expect(await register('a')).toBe('uncalled');
+      expect(await register('b')).toBe('uncalled');
+      expect(await register('c')).toBe('refused');
+      expect(await register('a')).toBe('called');
+      expect(await store.countDependencies(namespace, registration.retentionMs)).toBe(2);
       expect(await store.registerDependency({ namespace: `other-${sequence}`, dependency: 'c' }, registration)).toBe(
-        true,
+        'uncalled',
       );
       await subject.pass(1100);
-      expect(await register('c')).toBe(true);
+      expect(await store.countDependencies(namespace, registration.retentionMs)).toBe(0);
+      expect(await register('c')).toBe('uncalled');
+    });
+
+    it('tells whether a caller used a dependency: an operator\u2019s use holds a place but makes it no better known', async () => {
+      const namespace = `callers-${++sequence}`;
+      const registration = { cap: 2, retentionMs: 1000 };
+      const operator = { ...registration, by: 'operator' as const };
+      const register = (dependency: string, terms: typeof operator | typeof registration) =>
+        store.registerDependency({ namespace, dependency }, terms);
+      expect(await register('typo', operator)).toBe('uncalled');
+      expect(await register('typo', operator)).toBe('uncalled');
+      expect(await register('used', operator)).toBe('uncalled');
+      expect(await register('third', registration)).toBe('refused');
+      expect(await register('used', registration)).toBe('uncalled');
+      expect(await register('used', operator)).toBe('called');
+      expect(await store.listDependencies(namespace, registration.retentionMs)).toEqual(['typo', 'used']);
+      await subject.pass(1100);
+      expect(await register('used', operator)).toBe('uncalled');
     });
 
     it('caps the distinct namespaces, lists them, and frees a place after the retention', async () => {

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import type { BreakerItem, BreakerList, BudgetList } from '@sluice/protocol';
+import type { BreakerActionResult, BreakerList, BudgetList } from '@sluice/protocol';
 import { AdminOnly } from '../auth/access.decorators';
 import { Actor } from '../auth/actor.decorator';
 import type { Principal } from '../auth/token-registry';
@@ -12,7 +12,8 @@ import { BreakersAdminService } from './breakers-admin.service';
 
 const FORCED =
   'Fleet-wide, at once: every instance answers with the forced state until a reset, or until ' +
-  '`durationSeconds` have passed (then the breaker is `closed` again). Audited with the reason.';
+  '`durationSeconds` have passed (then the breaker is `closed` again). Audited with the reason. The answer\u2019s ' +
+  '`known` is false when no caller has reported or asked for the dependency within a day: likely a typo.';
 
 @AdminOnly()
 @ApiTags(TAGS.breakersAdmin.name)
@@ -47,14 +48,14 @@ export class BreakersAdminController {
     operationId: 'tripBreaker',
     summary: 'Force a breaker open',
     description: `State \`forced_open\`: every call is denied \`breaker_open\`. ${FORCED}`,
-    responses: [{ status: 200, description: 'The breaker, now forced open.', schema: 'BreakerItem' }],
+    responses: [{ status: 200, description: 'The breaker, now forced open.', schema: 'BreakerActionResult' }],
     errors: [tooManyDependencies()],
   })
   trip(
     @Actor() actor: Principal,
     @Param() params: DependencyParams,
     @Body() body: ForceBreakerDto,
-  ): Promise<BreakerItem> {
+  ): Promise<BreakerActionResult> {
     return this.admin.act(actor, refOf(params), { action: 'trip', ...forced(body) });
   }
 
@@ -64,14 +65,14 @@ export class BreakersAdminController {
     operationId: 'forceCloseBreaker',
     summary: 'Force a breaker closed',
     description: `State \`forced_closed\`: failures no longer open it. ${FORCED}`,
-    responses: [{ status: 200, description: 'The breaker, now forced closed.', schema: 'BreakerItem' }],
+    responses: [{ status: 200, description: 'The breaker, now forced closed.', schema: 'BreakerActionResult' }],
     errors: [tooManyDependencies()],
   })
   forceClose(
     @Actor() actor: Principal,
     @Param() params: DependencyParams,
     @Body() body: ForceBreakerDto,
-  ): Promise<BreakerItem> {
+  ): Promise<BreakerActionResult> {
     return this.admin.act(actor, refOf(params), { action: 'force_close', ...forced(body) });
   }
 
@@ -83,7 +84,7 @@ export class BreakersAdminController {
     description:
       'Back to automatic operation: `closed`, its window cleared, whatever state it was in. The body (a reason ' +
       'for the audit log) may be left out.',
-    responses: [{ status: 200, description: 'The breaker, now closed.', schema: 'BreakerItem' }],
+    responses: [{ status: 200, description: 'The breaker, now closed.', schema: 'BreakerActionResult' }],
     errors: [tooManyDependencies()],
     optionalBody: true,
   })
@@ -91,7 +92,7 @@ export class BreakersAdminController {
     @Actor() actor: Principal,
     @Param() params: DependencyParams,
     @Body() body: ResetBreakerDto,
-  ): Promise<BreakerItem> {
+  ): Promise<BreakerActionResult> {
     return this.admin.act(actor, refOf(params), { action: 'reset', reason: body.reason });
   }
 }

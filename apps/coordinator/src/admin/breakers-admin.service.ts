@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { BreakerItem, BudgetItem } from '@sluice/protocol';
+import type { BreakerActionResult, BreakerItem, BudgetItem } from '@sluice/protocol';
 import type { BreakerAction, BreakerSnapshot, DependencyRef, Store } from '@sluice/store';
 import { AuditService } from '../audit/audit.service';
 import type { Principal } from '../auth/token-registry';
@@ -8,9 +8,7 @@ import { DependencyRegistry } from '../dependencies/dependency-registry.service'
 import { readPolicyOf } from '../dependencies/read-policy';
 import { PolicyService } from '../policies/policy.service';
 import { STORE } from '../store/store.provider';
-
-/** Dependencies read at once by the admin lists. */
-const READ_BATCH = 100;
+import { readInBatches } from './read-in-batches';
 
 const AUDIT_ACTIONS: Record<BreakerAction['action'], string> = {
   trip: 'breaker.trip',
@@ -29,8 +27,9 @@ export class BreakersAdminService {
     private readonly breakerMetrics: BreakerMetrics,
   ) {}
 
-  async act(principal: Principal, ref: DependencyRef, action: BreakerAction): Promise<BreakerItem> {
-    await this.registry.admit(ref.namespace, ref.dependency);
+  /** Forces or resets the breaker fleet-wide; `known` says whether any caller uses the dependency. */
+  async act(principal: Principal, ref: DependencyRef, action: BreakerAction): Promise<BreakerActionResult> {
+    const known = await this.registry.admitOperator(ref.namespace, ref.dependency);
     const snapshot = await this.store.setBreaker(ref, action);
     // Listed while forced, however long nobody uses it (the registry forgets after a day).
     await this.store.keepForcedListed(ref, snapshot.record);
@@ -41,7 +40,7 @@ export class BreakersAdminService {
       target: ref.dependency,
       reason: 'reason' in action ? action.reason : null,
     });
-    return itemOf(ref.dependency, snapshot);
+    return { ...itemOf(ref.dependency, snapshot), known };
   }
 
   async breakers(namespace: string): Promise<BreakerItem[]> {
@@ -60,19 +59,10 @@ export class BreakersAdminService {
     }));
   }
 
-  /**
-   * Every dependency's state, read READ_BATCH at a time: each batch is one round of pipelined
-   * store calls that Redis answers well within one store timeout, however many dependencies
-   * the namespace holds.
-   */
+  /** Every dependency's state, READ_BATCH at a time. */
   private async readAll(namespace: string) {
     const dependencies = await this.registry.list(namespace);
-    const snapshots = [];
-    for (let start = 0; start < dependencies.length; start += READ_BATCH) {
-      const batch = dependencies.slice(start, start + READ_BATCH);
-      snapshots.push(...(await Promise.all(batch.map((dependency) => this.readOne({ namespace, dependency })))));
-    }
-    return snapshots;
+    return readInBatches(dependencies, (dependency) => this.readOne({ namespace, dependency }));
   }
 
   private async readOne(ref: DependencyRef) {

@@ -8,6 +8,7 @@ import { MetricsService } from '../metrics/metrics.service';
 import { PolicyService } from '../policies/policy.service';
 import { STORE } from '../store/store.provider';
 import { BreakerMetrics } from '../breakers/breaker-metrics';
+import { breakerSummaryOf } from '../breakers/breaker-summary';
 
 /**
  * Decides "may I make this call?": one atomic store call checks the breaker (and hands out the
@@ -51,7 +52,7 @@ export class AdmitService {
       reason: outcome.verdict,
       // Forced open until reset: no end is known, so suggest the policy's open duration.
       retryAfterMs: outcome.retryAfterMs ?? policy.breaker.openMs,
-      breaker: { state: outcome.breaker.record.state },
+      breaker: breakerSummaryOf(outcome.breaker.record),
       ...(outcome.probe ? { probe: outcome.probe } : {}),
       ...(outcome.lease ? { lease: outcome.lease } : {}),
       shadow,

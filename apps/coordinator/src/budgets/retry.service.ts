@@ -3,6 +3,7 @@ import { backoffDelay, preBudgetDenial } from '@sluice/core';
 import type { BudgetView, DependencyPolicy, RetryDecision, RetryReason, RetryRequest } from '@sluice/protocol';
 import type { BreakerSnapshot, DependencyRef, Store } from '@sluice/store';
 import { BreakerMetrics } from '../breakers/breaker-metrics';
+import { breakerSummaryOf } from '../breakers/breaker-summary';
 import { readPolicyOf } from '../dependencies/read-policy';
 import { DependencyRegistry } from '../dependencies/dependency-registry.service';
 import { MetricsService, UNREGISTERED } from '../metrics/metrics.service';
@@ -63,7 +64,7 @@ export class RetryService {
       reason,
       delayMs: decided.delayMs,
       budget,
-      breaker: { state: breaker.record.state },
+      breaker: breakerSummaryOf(breaker.record),
       shadow,
       // A denial that waiting ends; with no known end (forced open until reset, half-open), the open duration.
       ...(!allow && WAITED_OUT.has(reason) ? { retryAfterMs: decided.retryAfterMs ?? policy.breaker.openMs } : {}),

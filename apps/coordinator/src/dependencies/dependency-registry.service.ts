@@ -57,12 +57,31 @@ export class DependencyRegistry implements OnModuleDestroy {
   }
 
   private async register(namespace: string, dependency: string, now: number): Promise<boolean> {
-    const admitted = await this.store.registerDependency(
+    const registered = await this.store.registerDependency(
       { namespace, dependency },
-      { cap: this.config.maxDependenciesPerNamespace, retentionMs: REGISTRY_RETENTION_MS },
+      { cap: this.config.maxDependenciesPerNamespace, retentionMs: REGISTRY_RETENTION_MS, by: 'caller' },
     );
-    if (admitted) this.remember(`${namespace}/${dependency}`, now + RENEW_AFTER_MS);
-    return admitted;
+    if (registered === 'refused') return false;
+    this.remember(`${namespace}/${dependency}`, now + RENEW_AFTER_MS);
+    return true;
+  }
+
+  /**
+   * An operator's use of a dependency (a trip, a policy): a place under the cap like a caller's,
+   * but always asked of the store and never trusted as a caller's registration here, so a caller's
+   * first use after it still counts. Answers whether a caller has used the dependency within the
+   * retention (false: likely a typo). Throws too_many_dependencies (naming `field`) when full.
+   */
+  async admitOperator(namespace: string, dependency: string, field = 'dep'): Promise<boolean> {
+    const ref = { namespace, dependency };
+    const registered = await this.store.registerDependency(ref, {
+      cap: this.config.maxDependenciesPerNamespace,
+      retentionMs: REGISTRY_RETENTION_MS,
+      by: 'operator',
+    });
+    if (registered === 'refused') throw tooManyDependencies(field, this.config.maxDependenciesPerNamespace);
+    this.markRegistered(ref);
+    return registered === 'called';
   }
 
   /** Notes a dependency the store listed as registered (its renewal falls due at once). */

@@ -111,7 +111,8 @@ export class EventStreamService implements BeforeApplicationShutdown {
 
   private forward(event: StoreEvent, send: Send, only?: string[]): void {
     if (event.type === 'breaker') {
-      send('breaker', { dep: event.dep, state: event.state, since: event.since, openUntil: event.openUntil });
+      const { dep, state, since, openUntil, reason } = event;
+      send('breaker', { dep, state, since, openUntil, reason });
     } else if (event.type === 'policy' && (event.kind === 'dep' || event.kind === 'default')) {
       const dep = event.kind === 'dep' ? event.name : null;
       if (!only || dep === null || only.includes(dep)) send('policy', { dep });
@@ -121,7 +122,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
   private async breakerNow(ref: DependencyRef): Promise<BreakerEvent> {
     const policy = await this.policies.forDependency(ref.namespace, ref.dependency);
     const { breaker } = await this.store.readDependency(ref, readPolicyOf(policy));
-    const { state, since, openUntil } = breaker.record;
-    return { dep: ref.dependency, state, since, openUntil };
+    const { state, since, openUntil, reason } = breaker.record;
+    return { dep: ref.dependency, state, since, openUntil, reason };
   }
 }

@@ -16,6 +16,7 @@ import {
   type BackoffPolicy,
   type BreakerDetail,
   type BreakerEvent,
+  type BreakerActionResult,
   type BreakerItem,
   type BreakerList,
   type BreakerPolicy,
@@ -39,6 +40,8 @@ import {
   type LatencySummary,
   type LeaseGrant,
   type LeaseRenewal,
+  type NamespaceItem,
+  type NamespaceList,
   type PolicyEvent,
   type ProbeGrant,
   type RateLimitPolicy,
@@ -66,6 +69,7 @@ import {
   recordOf,
   string,
   type DescribedObject,
+  type PropertiesOf,
 } from './schema-helpers';
 
 /**
@@ -106,7 +110,10 @@ export interface ResponseComponents {
   DeadLetter: DeadLetter;
   DeadLetterPage: DeadLetterPage;
   BreakerItem: BreakerItem;
+  BreakerActionResult: BreakerActionResult;
   BreakerList: BreakerList;
+  NamespaceItem: NamespaceItem;
+  NamespaceList: NamespaceList;
   BudgetItem: BudgetItem;
   BudgetList: BudgetList;
   AuditEntry: AuditEntry;
@@ -153,7 +160,22 @@ const InFlightBodySchema = objectSchema<IdempotencyInFlightBody>(
   { description: 'A 409 answer to a claim: another request holds the key and has not finished.' },
 );
 
-const BreakerSummarySchema = objectSchema<BreakerSummary>({ state: breakerState('The breaker state.') });
+const forcedReason = (description: string) => string(description, { nullable: true });
+
+const BreakerSummarySchema = objectSchema<BreakerSummary>(
+  {
+    state: breakerState('The breaker state.'),
+    openUntil: optional(
+      nullableInstant(
+        'Present when open or forced: when an open breaker turns half-open, or a forced state ends (null: until reset)',
+      ),
+    ),
+    reason: optional(
+      forcedReason('Present when open or forced: the operator\u2019s reason; null for an automatic open.'),
+    ),
+  },
+  { description: 'The breaker as the decision saw it.' },
+);
 
 const BudgetViewSchema = objectSchema<BudgetView>(
   {
@@ -240,7 +262,8 @@ const ReportResponseSchema = objectSchema<ReportResponse>({
 const BreakerDetailSchema = objectSchema<BreakerDetail>({
   state: breakerState('The breaker state.'),
   since: nullableInstant('Since when it is in this state'),
-  openUntil: nullableInstant('While open: when it turns half-open'),
+  openUntil: nullableInstant('While open: when it turns half-open; while forced: when the forced state ends'),
+  reason: forcedReason('The operator\u2019s reason for a forced state; null otherwise.'),
   failureRate: number('Failed share of the calls in the window, 0–1.'),
   slowRate: number('Slow share of the calls in the window, 0–1.'),
   calls: integer('Calls reported in the window.'),
@@ -382,16 +405,33 @@ const DeadLetterPageSchema = objectSchema<DeadLetterPage>({
   next: string('The `cursor` of the next page; null on the last page.', { nullable: true }),
 });
 
-const BreakerItemSchema = objectSchema<BreakerItem>({
+const BREAKER_ITEM_PROPERTIES = {
   dependency: string(),
   state: breakerState('The breaker state.'),
   since: nullableInstant('Since when it is in this state'),
   openUntil: nullableInstant(
     'When an open breaker turns half-open, or a forced state with a duration ends; null otherwise',
   ),
-  reason: string('The operator\u2019s reason for a forced state; null otherwise.', { nullable: true }),
-});
+  reason: forcedReason('The operator\u2019s reason for a forced state; null otherwise.'),
+} satisfies PropertiesOf<BreakerItem>;
 
+const BreakerItemSchema = objectSchema<BreakerItem>(BREAKER_ITEM_PROPERTIES);
+
+const BreakerActionResultSchema = objectSchema<BreakerActionResult>(
+  {
+    ...BREAKER_ITEM_PROPERTIES,
+    known: boolean(
+      'False when no caller has reported or asked for the dependency within the registry\u2019s retention (a ' +
+        'day): likely a typo. Operator tools ask for confirmation.',
+    ),
+  },
+  { description: 'The breaker after the action.' },
+);
+
+const NamespaceItemSchema = objectSchema<NamespaceItem>({
+  namespace: string(),
+  dependencies: integer('How many dependencies the namespace holds.'),
+});
 const BudgetItemSchema = objectSchema<BudgetItem>({
   dependency: string(),
   retries: integer('Retries granted in the window.'),
@@ -414,6 +454,9 @@ const AuditEntrySchema = objectSchema<AuditEntry>({
 
 const BreakerListSchema = objectSchema<BreakerList>({ items: arrayOf(ref('BreakerItem')) });
 const BudgetListSchema = objectSchema<BudgetList>({ items: arrayOf(ref('BudgetItem')) });
+const NamespaceListSchema = objectSchema<NamespaceList>({
+  items: arrayOf(ref('NamespaceItem'), 'By name.'),
+});
 const AuditLogSchema = objectSchema<AuditLog>({
   items: arrayOf(ref('AuditEntry'), 'The latest entries, oldest first.'),
 });
@@ -424,7 +467,8 @@ const BreakerEventSchema = objectSchema<BreakerEvent>(
     dep: string(),
     state: breakerState('The new state.'),
     since: nullableInstant('Since when'),
-    openUntil: nullableInstant('While open: when it turns half-open'),
+    openUntil: nullableInstant('While open: when it turns half-open; while forced: when the forced state ends'),
+    reason: forcedReason('The operator\u2019s reason, for forced_open and forced_closed; null otherwise.'),
   },
   { description: 'The data of an `event: breaker` message.' },
 );
@@ -476,7 +520,10 @@ export const RESPONSE_SCHEMAS: { [K in keyof ResponseComponents]: DescribedObjec
   DeadLetter: DeadLetterSchema,
   DeadLetterPage: DeadLetterPageSchema,
   BreakerItem: BreakerItemSchema,
+  BreakerActionResult: BreakerActionResultSchema,
   BreakerList: BreakerListSchema,
+  NamespaceItem: NamespaceItemSchema,
+  NamespaceList: NamespaceListSchema,
   BudgetItem: BudgetItemSchema,
   BudgetList: BudgetListSchema,
   AuditEntry: AuditEntrySchema,

@@ -44,7 +44,7 @@ export class PolicyAdminService {
   async put(target: PolicyTarget, document: object, change: PolicyChange): Promise<VersionedPolicy> {
     const plain = JSON.parse(JSON.stringify(document)) as object;
     await this.validate(target, plain);
-    if (target.kind === 'dep') await this.registry.admit(target.namespace, target.name, 'dep');
+    if (target.kind === 'dep') await this.registry.admitOperator(target.namespace, target.name, 'dep');
     const version = await this.write(target, plain, change.precondition);
     await this.changed(target, 'policy.put', change);
     return new VersionedPolicy(version, plain);

@@ -18,6 +18,7 @@ const OPERATIONS: Record<StoreOperation, true> = {
   readDependency: true,
   registerDependency: true,
   listDependencies: true,
+  countDependencies: true,
   registerNamespace: true,
   listNamespaces: true,
   readPolicies: true,

@@ -99,6 +99,8 @@ export class MemoryContext {
       state: to,
       since: record.since ?? 0,
       openUntil: record.openUntil,
+      // An earlier transition of the same change (a lapse before a trip) was not the operator's.
+      reason: to === record.state ? record.reason : null,
     });
   }
 }

@@ -9,7 +9,7 @@ import {
 import type { RegistryStore } from '../roles/registry';
 import type { MemoryContext } from './context';
 
-/** The capped registries in memory: registry key → name → last use (epoch ms). */
+/** The capped registries in memory (and a namespace's callers): registry key → name → last use (epoch ms). */
 export function memoryRegistry(context: MemoryContext): RegistryStore {
   const { keys } = context;
   const registries = new Map<string, Map<string, number>>();
@@ -36,13 +36,17 @@ export function memoryRegistry(context: MemoryContext): RegistryStore {
       else context.dependencies.delete(key);
     });
   return {
-    async registerDependency(ref, registration) {
-      const names = dependencies(ref.namespace, registration.retentionMs);
-      const registered = registerName(names, ref.dependency, registration.cap, context.now());
+    async registerDependency(ref, { cap, retentionMs, by = 'caller' }) {
+      const now = context.now();
+      const registered = registerName(dependencies(ref.namespace, retentionMs), ref.dependency, cap, now);
+      if (registered === 'refused') return 'refused';
       if (registered === 'new') {
         context.channels.publish(keys.namespace(ref.namespace).events, { type: 'dependency', dep: ref.dependency });
       }
-      return registered !== 'refused';
+      const callers = registry(keys.namespace(ref.namespace).callers, retentionMs);
+      const called = callers.has(ref.dependency);
+      if (by === 'caller') callers.set(ref.dependency, now);
+      return called ? 'called' : 'uncalled';
     },
 
     async listDependencies(namespace, retentionMs) {
@@ -50,6 +54,10 @@ export function memoryRegistry(context: MemoryContext): RegistryStore {
       const forced = context.forced.get(namespace);
       if (forced) pruneExpired(forced, context.now());
       return [...new Set([...registeredNames(names), ...(forced?.keys() ?? [])])].sort();
+    },
+
+    async countDependencies(namespace, retentionMs) {
+      return dependencies(namespace, retentionMs).size;
     },
 
     async registerNamespace(namespace, registration) {

@@ -24,9 +24,11 @@ export interface ScriptReplies {
   set_breaker: FlatReply;
   read_dependency: FlatReply;
   register_name: number;
+  register_dependency: number;
   list_names: string[];
   list_dependencies: string[];
   keep_forced_listed: number;
+  count_names: number;
   write_policy: number[];
   read_policies: FlatReply;
   append_audit: number;

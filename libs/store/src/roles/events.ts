@@ -4,7 +4,16 @@ import type { PolicyKind } from './policies';
 
 /** What travels on a dependency's or a namespace's event channel. */
 export type StoreEvent =
-  | { type: 'breaker'; dep: string; from: BreakerState; state: BreakerState; since: number; openUntil: number | null }
+  | {
+      type: 'breaker';
+      dep: string;
+      from: BreakerState;
+      state: BreakerState;
+      since: number;
+      openUntil: number | null;
+      /** The operator's reason for a forced state; null otherwise. */
+      reason: string | null;
+    }
   | { type: 'dependency'; dep: string }
   | { type: 'policy'; kind: PolicyKind; name: string }
   /** The subscription was lost and is back: events published meanwhile were missed, so read the state again. */

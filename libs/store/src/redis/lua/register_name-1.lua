@@ -1,6 +1,6 @@
 --[[
-  Registers a name in a capped registry (a dependency in its namespace, a namespace in the
-  deployment), refusing a new one past the cap. Names unused for the retention period are
+  Registers a name in a capped registry (a namespace in the deployment; a dependency's twin, which
+  also tracks its callers, is register_dependency-2.lua), refusing a new one past the cap. Names unused for the retention period are
   forgotten and free their place.
 
   Input:

@@ -39,7 +39,7 @@ rcall('DEL', KEYS[2], KEYS[3], KEYS[4])
 breakerSave(KEYS[1], breaker, nowMs)
 if #breaker.transitions == 0 then
   -- Re-entering the same state (a second trip, a new duration) is announced all the same.
-  breaker.transitions[1] = { breaker.state, breaker.state, breaker.since, breaker.openUntil }
+  breaker.transitions[1] = { breaker.state, breaker.state, breaker.since, breaker.openUntil, breaker.reason }
   breakerPublish(ARGV[4], ARGV[5], breaker)
   breaker.transitions = {}
 else
