@@ -1,7 +1,7 @@
 import request from 'supertest';
 import type { Store } from '@sluice/store';
 import { PolicySeeder } from '../../apps/coordinator/src/policies/policy-seeder';
-import { PolicyService } from '../../apps/coordinator/src/policies/policy.service';
+import { POLICY_CACHE_TTL_MS, PolicyService } from '../../apps/coordinator/src/policies/policy.service';
 import { STORE } from '../../apps/coordinator/src/store/store.provider';
 import { ADMIN_TOKEN, bearer } from '../support/coordinator';
 import { findFreePort } from '../support/ports';
@@ -18,9 +18,6 @@ jest.setTimeout(30_000);
 
 const admin = bearer(ADMIN_TOKEN);
 type Server = TestInstance['server'];
-
-/** How long pub/sub may take to reach the other instance: far below the cache TTL. */
-const DELIVERY_BOUND_MS = 1000;
 
 const retry = (server: Server, ns: string, dep: string, attempt: number) =>
   request(server).post(`/v1/${ns}/deps/${dep}/retry`).set(admin).send({ attempt, idempotent: true }).expect(200);
@@ -50,18 +47,35 @@ describe('a policy change made through one instance', () => {
 
   afterAll(() => fleet?.close());
 
+  /** How often B's cache of namespace shop was dropped. */
+  const invalidated = () => invalidationsOnB.mock.calls.filter(([namespace]) => namespace === 'shop').length;
+
   /**
-   * B's decisions until one matches, at most DELIVERY_BOUND_MS. The change reaches B on its own
-   * pub/sub connection, which races the PUT's answer to the test, so B is polled briefly.
+   * B's decisions until one matches. The change reaches B on its own pub/sub connection, which
+   * races the PUT's answer to the test, so B is polled, for at most the cache TTL: however slow
+   * the machine, the answer must have changed because the change's event dropped B's cache (an
+   * invalidation of the namespace came before the changed answer), not because the TTL lapsed.
    */
-  async function nextOnB(dep: string, attempt: number, until: (body: { reason: string }) => boolean) {
+  async function nextOnB(
+    dep: string,
+    attempt: number,
+    until: (body: { reason: string }) => boolean,
+    /** invalidated() before the change was made through A. */
+    before: number,
+  ) {
     let body: { reason: string } = { reason: 'none yet' };
+    let byEvent = false;
     await waitUntil(
-      async () => until((body = (await retry(b.server, 'shop', dep, attempt)).body)),
-      DELIVERY_BOUND_MS,
+      async () => {
+        body = (await retry(b.server, 'shop', dep, attempt)).body;
+        byEvent = invalidated() > before;
+        return until(body);
+      },
+      POLICY_CACHE_TTL_MS,
       () => `B still answers ${JSON.stringify(body)}`,
       10,
     ).catch(() => undefined); // the caller's assertion on the last answer says what went wrong
+    expect(byEvent).toBe(true);
     return body;
   }
 
@@ -89,12 +103,13 @@ describe('a policy change made through one instance', () => {
     await warmB('payments-api');
     expect((await retry(b.server, 'shop', 'payments-api', 2)).body.reason).toBe('granted');
 
+    const before = invalidated();
     await request(a.server)
       .put('/admin/v1/shop/policies/deps/payments-api')
       .set(admin)
       .send({ retryBudget: { maxAttempts: 2 } })
       .expect(200);
-    const answer = await nextOnB('payments-api', 2, (body) => body.reason === 'max_attempts');
+    const answer = await nextOnB('payments-api', 2, (body) => body.reason === 'max_attempts', before);
     expect(answer).toMatchObject({ allow: false, reason: 'max_attempts' });
     // Not the TTL: the change's event dropped B's cache, and B read the store again.
     expect(invalidationsOnB).toHaveBeenCalledWith('shop');
@@ -110,19 +125,21 @@ describe('a policy change made through one instance', () => {
   it('reaches the other instance for a namespace default and a DELETE too', async () => {
     await warmB('search');
     expect((await retry(b.server, 'shop', 'search', 2)).body.reason).toBe('granted');
+    const beforeDefault = invalidated();
     await request(a.server)
       .put('/admin/v1/shop/policies/default')
       .set(admin)
       .send({ mode: 'shadow', retryBudget: { maxAttempts: 2 } })
       .expect(200);
-    expect(await nextOnB('search', 2, (body) => body.reason === 'max_attempts')).toMatchObject({
+    expect(await nextOnB('search', 2, (body) => body.reason === 'max_attempts', beforeDefault)).toMatchObject({
       allow: true,
       reason: 'max_attempts',
       shadow: true,
     });
 
+    const beforeDelete = invalidated();
     await request(a.server).delete('/admin/v1/shop/policies/default').set(admin).expect(204);
-    expect(await nextOnB('search', 2, (body) => body.reason === 'granted')).toMatchObject({
+    expect(await nextOnB('search', 2, (body) => body.reason === 'granted', beforeDelete)).toMatchObject({
       allow: true,
       reason: 'granted',
       shadow: false,
