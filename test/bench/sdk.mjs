@@ -1,5 +1,6 @@
 // Overhead of the SDK's execute() with a closed breaker over a direct call, side by side with
-// cockatiel's retry(...).execute and a bare call, in one run, in ns per call.
+// cockatiel's retry(...).execute and a bare call, in one run, in ns per call: wall time, and this
+// process's CPU time (user + system), which other processes' load on a shared machine disturbs less.
 // Run with `npm run bench:sdk` (builds dist/ first). The Sluice client is connected to a real
 // coordinator (the built service, embedded store) with its event stream and reports running.
 import { createRequire } from 'node:module';
@@ -13,7 +14,7 @@ const require = createRequire(import.meta.url);
 const { Sluice } = require(join(ROOT, 'dist/libs/client/src/index.js'));
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 200_000);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
 const WARMUP_CALLS = 50_000;
 
 /** The call under every wrapper: an async function that answers at once. */
@@ -23,11 +24,14 @@ const work = async () => {
   return sink;
 };
 
-/** ns per call of `call` over `calls` sequential awaited calls. */
+/** Wall and CPU ns per call of `call` over `calls` sequential awaited calls. */
 async function measure(call, calls) {
+  const cpu = process.cpuUsage();
   const start = process.hrtime.bigint();
   for (let i = 0; i < calls; i++) await call();
-  return Number(process.hrtime.bigint() - start) / calls;
+  const wall = Number(process.hrtime.bigint() - start) / calls;
+  const used = process.cpuUsage(cpu);
+  return { wall, cpu: ((used.user + used.system) * 1000) / calls };
 }
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
@@ -55,19 +59,33 @@ async function main() {
     await sluice.flush();
     if (payments.breakerState !== 'closed') throw new Error(`expected a closed breaker, got ${payments.breakerState}`);
 
-    // Interleaved rounds, so drift on a shared machine hits every contender alike; median per contender.
+    // Interleaved rounds, so drift on a shared machine hits every contender alike, and the order
+    // turns each round, so each contender runs in every place (the one after another pays for its
+    // garbage); median per contender.
     const samples = new Map(contenders.map(([name]) => [name, []]));
     for (let round = 0; round < ROUNDS; round++) {
-      for (const [name, call] of contenders) samples.get(name).push(await measure(call, CALLS));
+      const order = contenders.map((_, i) => contenders[(i + round) % contenders.length]);
+      for (const [name, call] of order) samples.get(name).push(await measure(call, CALLS));
     }
-    const bare = median(samples.get('bare call'));
+    const of = (name, kind) => median(samples.get(name).map((sample) => sample[kind]));
+    const overhead = (name, kind) => of(name, kind) - of('bare call', kind);
     const rows = contenders.map(([name]) => {
-      const ns = median(samples.get(name));
-      return [name, ns.toFixed(0), name === 'bare call' ? '—' : (ns - bare).toFixed(0)];
+      const bare = name === 'bare call';
+      const cells = ['wall', 'cpu'].flatMap((kind) => [of(name, kind), bare ? '—' : overhead(name, kind)]);
+      return [name, ...cells.map((cell) => (typeof cell === 'number' ? cell.toFixed(0) : cell))];
     });
-    printTable(['contender', 'ns/call', 'overhead ns/call'], rows);
+    printTable(['contender', 'wall ns/call', 'wall overhead', 'CPU ns/call', 'CPU overhead'], rows);
+    const ours = 'Sluice execute (closed breaker)';
+    const cockatiel = 'cockatiel retry(...).execute';
+    for (const kind of ['wall', 'cpu']) {
+      const [sluiceNs, cockatielNs] = [overhead(ours, kind), overhead(cockatiel, kind)];
+      const verdict = sluiceNs <= cockatielNs ? 'at or below' : 'above';
+      console.log(
+        `${kind} overhead: Sluice ${sluiceNs.toFixed(0)} ns, cockatiel ${cockatielNs.toFixed(0)} ns (${verdict} cockatiel's)`,
+      );
+    }
     console.log(
-      `\n${ROUNDS} interleaved rounds of ${CALLS} sequential awaited calls each; medians. Node ${process.version}.`,
+      `\n${ROUNDS} interleaved rounds (order turning) of ${CALLS} sequential awaited calls each; medians. Node ${process.version}.`,
     );
     console.log(`fallback active during the run: ${sluice.fallbackActive}`);
   } finally {

@@ -111,12 +111,15 @@ describe('a breaker tripped by an operator reaches an SDK in another process wit
     expect(breaks[0]).toMatchObject({ dependency: 'payments-api', to: 'forced_open', source: 'fleet' });
 
     const error = await payments.fetch(`${server.url}/charges/2`).catch((e: unknown) => e);
+    // The refusal carries the operator's reason, pushed with the trip.
     expect(error).toMatchObject({
       isBreakerOpenError: true,
       reason: 'breaker_open',
       state: 'forced_open',
+      operatorReason: 'drill',
       attempts: 0,
     });
+    expect((error as Error).message).toBe('payments-api: the circuit breaker is forced_open (drill)');
     expect(server.requests).toHaveLength(1);
     expect((await served('/retry')) + (await served('/admit'))).toBe(decisionsBefore);
 

@@ -1,6 +1,7 @@
 import { systemClock, type Clock, type RandomSource } from '@sluice/core';
 import { RESOURCE_NAME_PATTERN } from '@sluice/protocol';
 import { hostname } from 'node:os';
+import { CoarseClock } from './coarse-clock';
 import { FleetDecider } from './decide/fleet-decider';
 import { InsuredDecider } from './decide/insured-decider';
 import { LocalDecider } from './decide/local-decider';
@@ -120,7 +121,8 @@ export class Sluice extends PolicyEvents {
     }
     const baseUrls = Array.isArray(options.baseUrls) ? options.baseUrls : [options.baseUrls];
     if (baseUrls.length === 0) throw new TypeError('baseUrls needs at least one coordinator URL');
-    const clock: Clock = options.clock ?? systemClock;
+    // The system clock, read coarsely: most readings are shared by calls within one millisecond.
+    const clock: Clock = options.clock ?? new CoarseClock();
     const random: RandomSource = options.random ?? Math.random;
     const logger: SluiceLogger = options.logger === false ? silentLogger : (options.logger ?? consoleLogger);
     this.defaults = resolveDependencyOptions(DEPENDENCY_DEFAULTS, options.defaults);
@@ -176,7 +178,7 @@ export class Sluice extends PolicyEvents {
     const localDecider = new LocalDecider(fallbackMode, this.link, this.leases, clock, random, logger);
     this.runtime = {
       clock,
-      realClock: clock === systemClock,
+      realClock: options.clock === undefined || options.clock === systemClock,
       random,
       agents,
       timeouts,

@@ -1,3 +1,4 @@
+import type { LatencySummary } from '@sluice/protocol';
 import type { GiveUpError } from '../errors';
 import type { EventEmitter } from '../events';
 import type { FleetDependency } from '../fleet/fleet-dependency';
@@ -15,6 +16,9 @@ export interface PolicyEmitters {
 
 /** What a call's run needs of its dependency's policy: its options, its fleet state, the client, and its events. */
 export class CallPolicy {
+  private autoTimeoutFor: LatencySummary | undefined | null = null;
+  private autoTimeout = 0;
+
   constructor(
     readonly name: string,
     readonly options: ResolvedDependencyOptions,
@@ -26,7 +30,14 @@ export class CallPolicy {
   /** The per-attempt timeout now, in ms (the fixed one, or the automatic one from the fleet's p99). */
   get attemptTimeoutMs(): number {
     const { timeoutMs } = this.options;
-    return timeoutMs === 'auto' ? autoTimeoutMs(this.fleet.latency?.p99, this.options.autoTimeout) : timeoutMs;
+    if (timeoutMs !== 'auto') return timeoutMs;
+    // Worked out again only when a new latency summary arrives: it is read per attempt.
+    const latency = this.fleet.latency;
+    if (latency !== this.autoTimeoutFor) {
+      this.autoTimeoutFor = latency;
+      this.autoTimeout = autoTimeoutMs(latency?.p99, this.options.autoTimeout);
+    }
+    return this.autoTimeout;
   }
 
   /** The hedge delay now, in ms; undefined when hedging is off. */

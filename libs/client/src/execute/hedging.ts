@@ -1,7 +1,7 @@
 import type { AttemptContext } from '../execute-options';
 import { within } from '../within';
 import { NO_ADMISSION, type Admission } from '../decide/decider';
-import type { Attempt } from './attempt';
+import { sendAttempt, type Attempt } from './attempt';
 import type { Call } from './call';
 import type { CallPolicy } from './call-policy';
 import { abandonAdmission, failed, launch, succeeded } from './outcomes';
@@ -22,8 +22,8 @@ export async function hedgedRound<T>(
   start: number,
   delayMs: number,
 ): Promise<T> {
-  const first = launch(policy, call, admission, start, false);
-  const firstOutcome = outcomeOf(policy, call, fn, first);
+  const first = launch(policy, call, fn, admission, start, false);
+  const firstOutcome = outcomeOf<T>(first);
   const early = await within(firstOutcome, delayMs);
   if (early) return valueOf(early);
   const hedge = await hedgeAdmission(policy, call);
@@ -32,8 +32,8 @@ export async function hedgedRound<T>(
     return valueOf(await firstOutcome);
   }
   policy.retrying({ dependency: policy.name, attempt: call.launched + 1, delayMs: 0, error: undefined, hedge: true });
-  const second = launch(policy, call, hedge, policy.runtime.clock.now(), true);
-  const outcome = await firstSuccess([firstOutcome, outcomeOf(policy, call, fn, second)]);
+  const second = launch(policy, call, fn, hedge, policy.runtime.clock.now(), true);
+  const outcome = await firstSuccess([firstOutcome, outcomeOf<T>(second)]);
   for (const attempt of [first, second]) {
     if (!attempt.settled) attempt.cancel(new DOMException('another attempt answered first', 'AbortError'));
   }
@@ -59,20 +59,18 @@ async function hedgeAdmission(policy: CallPolicy, call: Call): Promise<Admission
 }
 
 /** Sends one attempt and counts how it ended. */
-async function outcomeOf<T>(
-  policy: CallPolicy,
-  call: Call,
-  fn: (context: AttemptContext) => PromiseLike<T> | T,
-  attempt: Attempt,
-): Promise<Outcome<T>> {
-  try {
-    const value = await attempt.send(fn, policy.runtime.timeouts);
-    succeeded(policy, call, attempt);
-    return { ok: true, value };
-  } catch (error) {
-    failed(policy, call, attempt, error);
-    return { ok: false, error };
-  }
+function outcomeOf<T>(attempt: Attempt): Promise<Outcome<T>> {
+  return sendAttempt<Outcome<T>>(attempt, attempt.policy.runtime.timeouts, answeredOutcome, failedOutcome);
+}
+
+function answeredOutcome<T>(attempt: Attempt, value: unknown): Outcome<T> {
+  succeeded(attempt.policy, attempt.call, attempt);
+  return { ok: true, value: value as T };
+}
+
+function failedOutcome<T>(attempt: Attempt, error: unknown): Outcome<T> {
+  failed(attempt.policy, attempt.call, attempt, error);
+  return { ok: false, error };
 }
 
 /** The first successful outcome; the last failure when none succeeds. */

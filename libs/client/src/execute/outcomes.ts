@@ -1,6 +1,7 @@
 import { classify, isDependencyFailure } from '../classification';
 import type { Admission } from '../decide/decider';
 import { releasePermit } from '../decide/permits';
+import type { AttemptContext } from '../execute-options';
 import { Attempt } from './attempt';
 import type { Call } from './call';
 import type { CallPolicy } from './call-policy';
@@ -11,13 +12,20 @@ import { probeAbandoned, probeSettled } from './probes';
  * timed out at the smaller of its timeout and the rest of the deadline, and cancelled if the caller
  * aborts.
  */
-export function launch(policy: CallPolicy, call: Call, admission: Admission, start: number, hedge: boolean): Attempt {
+export function launch(
+  policy: CallPolicy,
+  call: Call,
+  work: (context: AttemptContext) => unknown,
+  admission: Admission,
+  start: number,
+  hedge: boolean,
+): Attempt {
   const { runtime, fleet } = policy;
   const number = ++call.launched;
   if (number === 1) fleet.recordRequest(start);
   const timeoutMs = Math.max(1, Math.min(policy.attemptTimeoutMs, call.deadlineAt - start));
   const realStart = runtime.realClock ? start : Date.now();
-  const attempt = new Attempt(number, timeoutMs, call.key, hedge, start, admission, realStart);
+  const attempt = new Attempt(policy, call, work, number, timeoutMs, hedge, start, admission, realStart);
   const signal = call.signal;
   if (signal) {
     attempt.onCallerAbort = () => attempt.cancel(signal.reason);

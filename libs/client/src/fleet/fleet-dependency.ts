@@ -1,4 +1,4 @@
-import { LATENCY_BOUNDS_MS, fixedBucketOf, type BreakerTransition } from '@sluice/core';
+import { LATENCY_BOUNDS_MS, type BreakerTransition } from '@sluice/core';
 import {
   DEFAULT_DEPENDENCY_POLICY,
   mergeDependencyPolicy,
@@ -17,6 +17,13 @@ import { LocalLimits } from './local-limits';
 
 /** The coordinator's own latency bounds (libs/core): its fleet histogram adds these counts up as they are. */
 const REPORTED_BOUNDS_MS = [...LATENCY_BOUNDS_MS];
+
+/** The bucket of a latency among REPORTED_BOUNDS_MS (libs/core's `fixedBucketOf`, as a plain loop: it runs per attempt). */
+function bucketOf(ms: number): number {
+  let bucket = 0;
+  while (bucket < REPORTED_BOUNDS_MS.length && ms > REPORTED_BOUNDS_MS[bucket]) bucket++;
+  return bucket;
+}
 
 /**
  * A breaker state change as the SDK sees it: pushed by the fleet (`fleet`), or made by the local
@@ -209,7 +216,7 @@ export class FleetDependency {
     if (failed) this.failures++;
     else this.successes++;
     if (slow) this.slow++;
-    this.counts[fixedBucketOf(latencyMs)]++;
+    this.counts[bucketOf(latencyMs)]++;
     this.samples++;
     this.local.recordOutcome(now, failed, slow);
   }

@@ -13,6 +13,9 @@ import {
 import type { BreakerState, DependencyPolicy, RetryRequest } from '@sluice/protocol';
 import type { BreakerFacts } from '../errors';
 
+/** Bound once: a call through the package's re-exports looks the name up on every call (the hot path counts per second). */
+const secondOf = epochSecond;
+
 /** The local fallback's retry decision. */
 export interface LocalRetryVerdict {
   allow: boolean;
@@ -46,13 +49,13 @@ export class LocalGuard {
 
   /** A first attempt went out: the budget's deposit. */
   recordRequest(now: number): void {
-    if (epochSecond(now) !== this.pendingSecond) this.settlePending(now);
+    if (secondOf(now) !== this.pendingSecond) this.settlePending(now);
     this.pendingRequests++;
   }
 
   /** An attempt's outcome; a failed or slow one may open the breaker. */
   recordOutcome(now: number, failed: boolean, slow: boolean): void {
-    const second = epochSecond(now);
+    const second = secondOf(now);
     if (!failed && !slow) {
       if (second !== this.pendingSecond) this.settlePending(now);
       this.pendingSuccesses++;
@@ -82,7 +85,7 @@ export class LocalGuard {
       this.outcomes.add(this.pendingSecond, policy.breaker.windowSeconds, { successes: this.pendingSuccesses });
     }
     this.pendingRequests = this.pendingSuccesses = 0;
-    this.pendingSecond = epochSecond(now);
+    this.pendingSecond = secondOf(now);
   }
 
   /** The local breaker's state now. */
@@ -131,7 +134,7 @@ export class LocalGuard {
    */
   countFleetRetry(now: number): void {
     this.settlePending(now);
-    this.budget.add(epochSecond(now), this.policy().retryBudget.windowSeconds, { retries: 1 });
+    this.budget.add(secondOf(now), this.policy().retryBudget.windowSeconds, { retries: 1 });
   }
 
   /**
@@ -174,7 +177,7 @@ export class LocalGuard {
       minRetriesPerSecond: policy.retryBudget.minRetriesPerSecond * this.share(),
     };
     this.settlePending(now);
-    const second = epochSecond(now);
+    const second = secondOf(now);
     const { requests, retries } = this.budget.sum(second, budget.windowSeconds);
     if (!retryFits(budget, retries, requests)) return deny('budget_exhausted');
     this.budget.add(second, budget.windowSeconds, { retries: 1 });

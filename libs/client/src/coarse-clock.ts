@@ -1,0 +1,51 @@
+import type { Clock } from '@sluice/core';
+
+/** Readings given out before the system clock is read again, within one millisecond tick. */
+const READS_PER_READING = 16;
+
+/**
+ * The system clock, read at most once per millisecond tick and per 16 readings: a call's start and
+ * end (its deadline, its latency, its second of the local window) mostly share readings with other
+ * calls. Reading the system clock costs 100 ns or more on some hosts, more than all the rest of a
+ * call's bookkeeping; nginx caches its time per event-loop iteration the same way. A reading is at
+ * most a millisecond old, unless a blocked event loop delays the tick (then at most 16 readings
+ * old). The tick's timer runs only while the clock is being read, and never keeps the process alive.
+ * @example
+ * const clock = new CoarseClock();
+ * const startedAt = clock.now();
+ */
+export class CoarseClock implements Clock {
+  private reading = 0;
+  /** Readings left before the system clock is read again; 0 once the tick passed. */
+  private left = 0;
+  private readSinceTick = false;
+  private ticker: NodeJS.Timeout | undefined;
+
+  now(): number {
+    this.readSinceTick = true;
+    if (this.left > 0) {
+      this.left--;
+      return this.reading;
+    }
+    this.reading = Date.now();
+    this.left = READS_PER_READING - 1;
+    if (this.ticker === undefined) this.startTicking();
+    return this.reading;
+  }
+
+  private startTicking(): void {
+    this.ticker = setInterval(() => this.tick(), 1);
+    this.ticker.unref();
+  }
+
+  /** A millisecond passed: the next reading reads the system clock; a tick without readings stops the timer. */
+  private tick(): void {
+    this.left = 0;
+    if (this.readSinceTick) {
+      this.readSinceTick = false;
+      return;
+    }
+    clearInterval(this.ticker);
+    this.ticker = undefined;
+  }
+}
