@@ -284,16 +284,38 @@ describe.each([
     }
   });
 
-  it('tells the handler that it recovered a key whose holder vanished', async () => {
+  /** A key whose holder claimed this very request (`/recovered`) and died, once its lease has run out. */
+  const abandoned = async () => {
     const k = key();
-    // A holder that claimed this very request and died: same method, path and body.
     const fingerprint = requestFingerprint({ method: 'POST', url: '/recovered', body: { item: 'A' } });
     expect((await client.claimIdempotencyKey(k, { fingerprint, leaseMs: 500 })).state).toBe('claimed');
     expect((await post('/recovered', k)).status).toBe(409);
     const held = (await client.readIdempotencyKey(k))!;
     expect(held.leaseExpiresAt! - held.createdAt).toBe(500);
     await coordinator.waitPast(held.leaseExpiresAt!); // the dead holder's lease runs out
-    expect(JSON.parse((await post('/recovered', k)).bytes.toString())).toEqual({ recovered: true });
+    return k;
+  };
+
+  it('does not run the handler again for a key whose holder vanished, by default', async () => {
+    const k = await abandoned();
+    const refused = await post('/recovered', k);
+    expect(refused.status).toBe(409);
+    expect(JSON.parse(refused.bytes.toString())).toMatchObject({
+      code: 'in_flight',
+      message: expect.stringMatching(/part-way/),
+    });
+    expect((await client.readIdempotencyKey(k))?.state).toBe('in_flight');
+  });
+
+  it("with onRecovered: 'run', runs it and tells the handler that it recovered the key", async () => {
+    const running = await startServer(client, { onRecovered: 'run' }, routes);
+    try {
+      const k = await abandoned();
+      const answer = await post('/recovered', k, undefined, running.url);
+      expect(JSON.parse(answer.bytes.toString())).toEqual({ recovered: true });
+    } finally {
+      await running.close();
+    }
   });
 
   it('runs a request without a key unprotected on an optional route', async () => {

@@ -126,7 +126,8 @@ class ExampleModule {
   static register(deps: Deps, client: CoordinatorClient): DynamicModule {
     return {
       module: ExampleModule,
-      imports: [IdempotencyModule.forRoot({ client, onError: deps.options.onError })],
+      // The handler reconciles a recovered key (it reads idempotencyOf), so it may run again.
+      imports: [IdempotencyModule.forRoot({ client, onError: deps.options.onError, onRecovered: 'run' })],
       controllers: [OrdersController],
       providers: [{ provide: DEPS, useValue: deps }],
     };

@@ -42,6 +42,16 @@ export interface IdempotencyOptions {
   skipHeaders?: string[];
   /** Told when a response could not be stored or a claim released (lease lost, too large, coordinator down). */
   onError?: (error: unknown, key: string) => void;
+  /**
+   * A key an earlier attempt held and abandoned (the claim says `recovered`: that attempt may have
+   * partly run). `reject` (default): the handler is not run again; the request is answered 409
+   * `in_flight` and the key stays held, so every retry is refused alike until the key expires.
+   * `run`: the handler runs, and reconciles first ({@link idempotencyOf} says `recovered`).
+   *
+   * @example
+   * expressIdempotency(client, { onRecovered: 'run' }); // the handlers check idempotencyOf(req).recovered
+   */
+  onRecovered?: 'reject' | 'run';
 }
 
 /** What the middleware knows about the current request's key; see {@link idempotencyOf}. */
@@ -82,6 +92,8 @@ const NEVER_STORED = new Set([
   IDEMPOTENT_REPLAYED_HEADER,
 ]);
 const MARKER = 'noSideEffect';
+const RECOVERED_REFUSAL =
+  'an earlier attempt with this Idempotency-Key stopped part-way and may have partly run: it is not run again';
 /** First wait before a failed completion is asked again; each further wait doubles. */
 const COMPLETION_RETRY_MS = 50;
 const claims = new WeakMap<object, HeldClaim>();
@@ -218,6 +230,9 @@ export class IdempotencyEngine {
       case 'mismatch':
         return refusal(422, 'fingerprint_mismatch', 'this Idempotency-Key was used for a different request');
       case 'claimed': {
+        if (claim.recovered && (this.options.onRecovered ?? 'reject') === 'reject') {
+          return refusal(409, 'in_flight', RECOVERED_REFUSAL, this.options.leaseMs ?? DEFAULT_IDEMPOTENCY_LEASE_MS);
+        }
         const leaseEndsAt = Date.now() + (this.options.leaseMs ?? DEFAULT_IDEMPOTENCY_LEASE_MS);
         const held = this.hold(key, claim.token, claim.recovered, leaseEndsAt);
         claims.set(bind, held);

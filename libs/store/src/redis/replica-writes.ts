@@ -24,8 +24,8 @@ export interface ReplicatedReply<T> {
 /**
  * Script calls acknowledged once a replica holds their writes as well: the script, then `WAIT 1`
  * on the same connection (on a Cluster, the connection to the node that owns the key's slot).
- * WAIT blocks its connection, so these calls have one of their own, opened on first need, and the
- * decision path never waits behind a replica. The wait is bounded below the store timeout, so the
+ * WAIT blocks its connection, so these calls have one of their own (opened with the store unless
+ * durability is `none`), and the decision path never waits behind a replica. The wait is bounded below the store timeout, so the
  * whole call answers within the timeout's reply deadline.
  */
 export class ReplicaWrites {
@@ -41,6 +41,8 @@ export class ReplicaWrites {
     private readonly timeoutMs: number,
   ) {
     this.waitMs = Math.max(1, Math.floor(timeoutMs * 0.8));
+    // Connected ahead of the first completion: a connection still connecting fails its calls.
+    if (durability !== 'none') this.open();
     if (durability === 'auto' && !(client instanceof Cluster)) {
       client.on('ready', () => this.countReplicas(true));
       if (client.status === 'ready') this.countReplicas(true);
