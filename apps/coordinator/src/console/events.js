@@ -28,7 +28,8 @@ export function createSseParser(onEvent) {
   };
   return (chunk) => {
     buffer += chunk;
-    const lines = buffer.split(/\r\n|\r|\n/);
+    // A CR at the very end may be the first half of a CRLF: it waits for the next chunk.
+    const lines = buffer.split(/\r\n|\r(?!$)|\n/);
     buffer = lines.pop();
     lines.forEach(line);
   };
