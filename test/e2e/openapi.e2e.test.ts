@@ -87,7 +87,6 @@ const STATUSES: Record<string, number[]> = {
   'POST /v1/{ns}/queues/{queue}/attempts': [200, 400, 401, 403, 413, 415, 422, 503],
   'POST /v1/{ns}/queues/{queue}/acks': [204, 400, 401, 403, 413, 415, 503],
   'GET /admin/v1/namespaces': [200, 400, 401, 403, 503],
-  'GET /admin/v1/namespaces': [200, 400, 401, 403, 503],
   'GET /admin/v1/{ns}/breakers': [200, 400, 401, 403, 503],
   'GET /admin/v1/{ns}/budgets': [200, 400, 401, 403, 503],
   'POST /admin/v1/{ns}/breakers/{dep}/trip': [200, 400, 401, 403, 413, 415, 422, 503],
@@ -464,11 +463,13 @@ describe('OpenAPI document', () => {
     await call('POST', '/admin/v1/{ns}/breakers/{dep}/trip', p, {
       body: { reason: 'incident 7', durationSeconds: 60 },
     });
+    await call('POST', '/v1/{ns}/deps/{dep}/retry', p, { body: { attempt: 1, idempotent: true, status: 503 } });
+    await call('POST', '/v1/{ns}/deps/{dep}/admit', p);
     const asks = [p.dep, 'search'].map((dep) => ({ dep, attempt: 1, idempotent: true }));
     const batch = await call('POST', '/v1/{ns}/retries', { ns: 'docs' }, { body: { asks } });
     expect(batch.body.decisions[0]).toMatchObject({ reason: 'breaker_open', retryAfterMs: expect.any(Number) });
+    await call('GET', '/v1/{ns}/deps/{dep}', p);
     await call('GET', '/admin/v1/{ns}/breakers', p);
-    await call('GET', '/admin/v1/namespaces', {});
     await call('GET', '/admin/v1/{ns}/budgets', p);
     await call('GET', '/admin/v1/namespaces', {});
     await call('POST', '/admin/v1/{ns}/breakers/{dep}/reset', p);

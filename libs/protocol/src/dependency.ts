@@ -8,8 +8,6 @@ export interface BreakerDetail {
   openUntil: number | null;
   /** The operator's reason for a forced state; null otherwise. */
   reason: string | null;
-  /** The operator's reason for a forced state; null otherwise. */
-  reason: string | null;
   failureRate: number;
   slowRate: number;
   calls: number;

@@ -9,8 +9,6 @@ export interface BreakerEvent {
   openUntil: number | null;
   /** The operator's reason, for forced_open and forced_closed; null otherwise. */
   reason: string | null;
-  /** The operator's reason, for forced_open and forced_closed; null otherwise. */
-  reason: string | null;
 }
 
 /** `event: policy`: a policy document changed; `dep` null when it is the namespace default. */

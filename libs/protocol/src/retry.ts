@@ -38,12 +38,7 @@ export const BREAKER_STATES = ['closed', 'open', 'half_open', 'forced_open', 'fo
 export type BreakerState = (typeof BREAKER_STATES)[number];
 
 /** The breaker in a decision; `openUntil` and `reason` are present when it is open or forced. */
-/** The breaker in a decision; `openUntil` and `reason` are present when it is open or forced. */
 export interface BreakerSummary {
-  /** open: when it half-opens; forced_*: when the forced state lapses (null: until reset). */
-  openUntil?: number | null;
-  /** The operator's reason for a forced state; null for an automatic open. */
-  reason?: string | null;
   state: BreakerState;
   /** open: when it half-opens; forced_*: when the forced state lapses (null: until reset). */
   openUntil?: number | null;

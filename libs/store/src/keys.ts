@@ -43,8 +43,6 @@ export interface NamespaceKeys {
   dependencies: string;
   /** Sorted set: the dependencies callers used (reports, retries, admissions), scored by last such use. */
   callers: string;
-  /** Sorted set: the dependencies callers used (reports, retries, admissions), scored by last such use. */
-  callers: string;
   /** Hash: the namespace's policy documents and their versions (see PolicyDocumentRef). */
   policies: string;
   /** Sharded pub/sub channel: dependencies new to the namespace. */
@@ -117,7 +115,6 @@ export class SluiceKeys {
   namespace(namespace: string): NamespaceKeys {
     const tagged = `${this.prefix}:{${namespace}}`;
     return {
-      callers: `${tagged}:callers`,
       forced: `${tagged}:forced`,
       dependencies: `${tagged}:deps`,
       callers: `${tagged}:callers`,

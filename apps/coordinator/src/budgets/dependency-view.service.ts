@@ -55,7 +55,6 @@ export class DependencyViewService {
         since: breaker.record.since,
         openUntil: breaker.record.openUntil,
         reason: breaker.record.reason,
-        reason: breaker.record.reason,
         failureRate: calls === 0 ? 0 : outcomes.failures / calls,
         slowRate: calls === 0 ? 0 : outcomes.slow / calls,
         calls,

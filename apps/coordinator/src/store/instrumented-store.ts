@@ -19,7 +19,6 @@ const OPERATIONS: Record<StoreOperation, true> = {
   registerDependency: true,
   listDependencies: true,
   countDependencies: true,
-  countDependencies: true,
   registerNamespace: true,
   listNamespaces: true,
   readPolicies: true,

@@ -101,8 +101,6 @@ export class MemoryContext {
       openUntil: record.openUntil,
       // An earlier transition of the same change (a lapse before a trip) was not the operator's.
       reason: to === record.state ? record.reason : null,
-      // An earlier transition of the same change (a lapse before a trip) was not the operator's.
-      reason: to === record.state ? record.reason : null,
     });
   }
 }

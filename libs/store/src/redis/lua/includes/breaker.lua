@@ -103,7 +103,6 @@ local function breakerPublish(channel, dependency, b)
     rcall('SPUBLISH', channel, cjson.encode({
       type = 'breaker', dep = dependency, from = t[1], state = t[2], since = t[3], openUntil = t[4] or cjson.null,
       reason = t[5] or cjson.null,
-      reason = t[5] or cjson.null,
     }))
   end
 end
