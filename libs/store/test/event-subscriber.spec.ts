@@ -71,4 +71,29 @@ describe('RedisEventSubscriber', () => {
     await expectDelivered(name, events);
     subscriber.close();
   });
+
+  it('asks again for a resubscription Redis refused, while the connection stays up', async () => {
+    await redisCli(server.port, ['ACL', 'SETUSER', 'flaky', 'on', '>secret-pass', '~*', 'allchannels', '+@all']);
+    const url = `redis://flaky:secret-pass@127.0.0.1:${server.port}`;
+    const subscriber = new RedisEventSubscriber(createRedisSubscriber({ url, commandTimeoutMs: 2000 }));
+    const name = channel();
+    const events: StoreEvent[] = [];
+    await subscriber.subscribe(name, (event) => events.push(event));
+    // Taking the channels away drops the subscriber; it reconnects, and its SSUBSCRIBE is refused.
+    await redisCli(server.port, ['ACL', 'SETUSER', 'flaky', 'resetchannels']);
+    await waitUntil(
+      async () => (await redisCli(server.port, ['ACL', 'LOG'])).includes(name),
+      2000,
+      () => 'the resubscription was never refused',
+    );
+    await redisCli(server.port, ['ACL', 'SETUSER', 'flaky', 'allchannels']);
+    await waitUntil(
+      () => events.some((event) => event.type === 'resync'),
+      5000,
+      () => 'never subscribed again',
+    );
+    expect(await subscribersOf(name)).toBe(1);
+    await expectDelivered(name, events);
+    subscriber.close();
+  });
 });

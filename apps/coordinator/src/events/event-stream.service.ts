@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { BreakerEvent, SluiceEvents } from '@sluice/protocol';
 import type { DependencyRef, Store, StoreEvent, Unsubscribe } from '@sluice/store';
 import type { SluiceConfig } from '../config/config';
@@ -27,6 +28,23 @@ const STREAM_HEADERS = {
   connection: 'keep-alive',
   'x-accel-buffering': 'no',
 };
+
+/** After a resync, a read is tried this many times, this far apart: the store's connection may be back after the subscriber's. */
+const RESYNC_TRIES = 20;
+const RESYNC_RETRY_MS = 250;
+
+/** Runs `read` until it succeeds, at most RESYNC_TRIES times, while `open()` says the stream is. */
+async function retried(read: () => Promise<unknown>, open: () => boolean): Promise<void> {
+  for (let attempt = 1; open(); attempt++) {
+    try {
+      await read();
+      return;
+    } catch {
+      if (attempt >= RESYNC_TRIES) return;
+      await delay(RESYNC_RETRY_MS);
+    }
+  }
+}
 
 /** Writes one event: its name and its data, as libs/protocol types them. */
 type Send = <E extends keyof SluiceEvents>(event: E, data: SluiceEvents[E]) => void;
@@ -67,6 +85,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
       await Promise.all(unsubscribes.map((unsubscribe) => unsubscribe().catch(() => undefined)));
     };
     this.open.add(close);
+    const isOpen = () => this.open.has(close);
     this.metrics.sseClients.inc();
     response.on('close', () => void close());
 
@@ -79,7 +98,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
       // subscription (resync) the snapshot is sent again, for what it missed.
       unsubscribes.push(
         await this.store.subscribeDependency(ref, (event) => {
-          if (event.type === 'resync') void snapshot().catch(() => undefined);
+          if (event.type === 'resync') void retried(snapshot, isOpen);
           else this.forward(event, send);
         }),
       );
@@ -94,7 +113,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
       unsubscribes.push(
         await this.store.subscribeNamespace(request.namespace, (event) => {
           if (event.type === 'dependency' && !request.dependencies) void follow(event.dep).catch(() => undefined);
-          else if (event.type === 'resync' && !request.dependencies) void followAll().catch(() => undefined);
+          else if (event.type === 'resync' && !request.dependencies) void retried(followAll, isOpen);
           else this.forward(event, send, request.dependencies);
         }),
       );

@@ -75,8 +75,10 @@ export function clusterRedirections(commandTimeoutMs: number) {
 }
 
 /**
- * A connection for sharded pub/sub (SSUBSCRIBE): it queues subscriptions until connected and
- * subscribes again after every reconnect; on Cluster it follows each channel's shard.
+ * A connection for sharded pub/sub (SSUBSCRIBE): it queues subscriptions until connected; on
+ * Cluster it follows each channel's shard. After a reconnect, RedisEventSubscriber subscribes
+ * again itself (confirmed, a refusal asked again): ioredis's own resubscription is off on a
+ * standalone connection, as a refusal of it would be an unhandled rejection.
  */
 export function createRedisSubscriber(options: RedisConnectionOptions): RedisClient {
   const redisOptions: RedisOptions = {
@@ -93,7 +95,7 @@ export function createRedisSubscriber(options: RedisConnectionOptions): RedisCli
     });
   }
   if (!options.url) throw new Error('A Redis URL or cluster nodes are required');
-  return new Redis(options.url, redisOptions);
+  return new Redis(options.url, { ...redisOptions, autoResubscribe: false });
 }
 
 function clusterSeeds(nodes: string[]): Array<{ host: string; port: number }> {

@@ -2,6 +2,8 @@ import type { EventHandler, StoreEvent, Unsubscribe } from '../store';
 import type { RedisClient } from './connection';
 
 const UNSUBSCRIBE_TIMEOUT_MS = 1000;
+/** A resubscription Redis refused, on a connection that stays up, is asked again after this. */
+const RESUBSCRIBE_RETRY_MS = 500;
 /** Told to every handler once a lost subscription is back: events may have been missed meanwhile. */
 const RESYNC: StoreEvent = { type: 'resync' };
 
@@ -30,6 +32,8 @@ interface Channel {
 export class RedisEventSubscriber {
   private readonly channels = new Map<string, Channel>();
   private lost = false;
+  private closed = false;
+  private retry: NodeJS.Timeout | undefined;
 
   constructor(private readonly subscriber: RedisClient) {
     subscriber.on('smessage', (channel: string, message: string) => this.dispatch(channel, message));
@@ -60,6 +64,8 @@ export class RedisEventSubscriber {
   }
 
   close(): void {
+    this.closed = true;
+    clearTimeout(this.retry);
     this.channels.clear();
     this.subscriber.disconnect();
   }
@@ -82,12 +88,23 @@ export class RedisEventSubscriber {
         try {
           await this.subscriber.ssubscribe(channel);
         } catch {
-          this.lost = true; // tried again when the connection is next ready
+          this.retryResubscribe();
           return;
         }
         for (const handler of entry.handlers) handler(RESYNC);
       }),
     );
+  }
+
+  /** Asks again soon, or when the connection is next ready, whichever comes first. */
+  private retryResubscribe(): void {
+    this.lost = true;
+    if (this.closed || this.retry) return;
+    this.retry = setTimeout(() => {
+      this.retry = undefined;
+      if (this.subscriber.status === 'ready') void this.resubscribe();
+    }, RESUBSCRIBE_RETRY_MS);
+    this.retry.unref();
   }
 
   private dispatch(channel: string, message: string): void {
