@@ -20,6 +20,11 @@ import { SluiceModule } from '@sluice/client/nest';
 import type { RunningCoordinator } from '../support/coordinator';
 import { QUICK_BACKOFF, startShopCoordinator } from '../support/sdk';
 
+/** What B saw of the deadline, one entry per request to B. */
+const deadlinesAtB: number[] = [];
+/** How long B works before it calls C: the deadline C gets must be shorter by at least that. */
+const B_WORK_MS = 30;
+
 /** What C saw: one entry per request, with the context its Nest interceptor set up. */
 const seenByC: Array<{ attempt?: string; deadline?: string; context?: SluiceRequestContext }> = [];
 
@@ -74,7 +79,9 @@ describe('retries at one layer: A → B → C, each using the SDK, C failing', (
     const sluiceB = client('b');
     b = Fastify();
     b.addHook('preHandler', sluiceFastifyHook());
-    b.get('/b', async (_request, reply) => {
+    b.get('/b', async (request, reply) => {
+      deadlinesAtB.push(Number(request.headers['sluice-deadline-ms']));
+      await new Promise((resolve) => setTimeout(resolve, B_WORK_MS));
       try {
         const response = await sluiceB.fetch('svc-c', `${cUrl}/c`, { idempotent: true });
         return reply.code(response.status).send(await response.text());
@@ -104,6 +111,7 @@ describe('retries at one layer: A → B → C, each using the SDK, C failing', (
   });
 
   beforeEach(() => {
+    deadlinesAtB.length = 0;
     seenByC.length = 0;
     giveUps.a.length = 0;
     giveUps.b.length = 0;
@@ -132,8 +140,15 @@ describe('retries at one layer: A → B → C, each using the SDK, C failing', (
 
   it('the deadline shrinks at every hop and reaches C through the Nest interceptor', async () => {
     await fetch(`${aUrl}/a`, { headers: { 'sluice-deadline-ms': '2000' } });
+    expect(deadlinesAtB).toHaveLength(1);
+    expect(deadlinesAtB[0]).toBeLessThanOrEqual(2000);
     const deadlines = seenByC.map((seen) => Number(seen.deadline));
-    expect(deadlines.every((deadline) => deadline > 0 && deadline <= 2000)).toBe(true);
+    expect(deadlines).toHaveLength(3);
+    // B worked B_WORK_MS before calling C (a timer may fire a millisecond early): C got less by that.
+    expect(deadlines[0]).toBeLessThanOrEqual(deadlinesAtB[0] - (B_WORK_MS - 1));
+    expect(deadlines[2]).toBeGreaterThan(0);
+    // Each retry is sent later, with what is left then.
+    expect(deadlines).toEqual([...deadlines].sort((x, y) => y - x));
     expect(seenByC[0].context).toMatchObject({ attempt: 1, deadlineAt: expect.any(Number) });
     expect(seenByC[2].context).toMatchObject({ attempt: 3 });
   });
