@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { waitUntil } from './redis-server';
 
 const MAIN = join(__dirname, '../../dist/apps/coordinator/src/main.js');
+/** The entry point started: SLUICE_TEST_COORDINATOR_MAIN (a private copy of the build) when set. */
+const main = () => process.env.SLUICE_TEST_COORDINATOR_MAIN ?? MAIN;
 
 export interface CoordinatorProcess {
   child: ChildProcess;
@@ -15,10 +17,14 @@ export interface CoordinatorProcess {
   stop(): Promise<void>;
 }
 
-/** The built coordinator (npm run build) as a child process on `port`, ready to answer. */
-export async function startCoordinatorProcess(port: number, env: NodeJS.ProcessEnv = {}): Promise<CoordinatorProcess> {
-  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first (npm test does)`);
-  const child = spawn(process.execPath, [MAIN], {
+/** The built coordinator (npm run build) as a child process on `port`, ready to answer within `readyTimeoutMs`. */
+export async function startCoordinatorProcess(
+  port: number,
+  env: NodeJS.ProcessEnv = {},
+  readyTimeoutMs = 15_000,
+): Promise<CoordinatorProcess> {
+  if (!existsSync(main())) throw new Error(`${main()} is missing: run npm run build first (npm test does)`);
+  const child = spawn(process.execPath, [main()], {
     env: { PATH: process.env.PATH, SLUICE_PORT: String(port), SLUICE_LOG_LEVEL: 'warn', ...env },
     stdio: 'pipe',
   });
@@ -44,7 +50,7 @@ export async function startCoordinatorProcess(port: number, env: NodeJS.ProcessE
   try {
     await waitUntil(
       async () => (await fetch(`${url}/health/ready`).catch(() => undefined))?.status === 200,
-      15_000,
+      readyTimeoutMs,
       () => `the coordinator never became ready:\n${output}`,
     );
   } catch (error) {

@@ -14,6 +14,8 @@ export interface Answer {
   body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
+/** A loaded machine boots a coordinator in seconds; two at once, slower. */
+const READY_TIMEOUT_MS = 60_000;
 /** Client-side cap on one request, so a hanging instance fails the call instead of the test. */
 const REQUEST_CAP_MS = 5000;
 
@@ -56,29 +58,38 @@ export interface Fleet {
   close(): Promise<void>;
 }
 
-/** `count` built coordinators on the store `env` names, with FLEET_POLICIES as their policies file. */
-export async function startFleetProcesses(count: number, env: NodeJS.ProcessEnv): Promise<Fleet> {
-  const policies = writePoliciesFile(FLEET_POLICIES);
+/** `count` built coordinators on the store `env` names, with `document` (FLEET_POLICIES) as their policies file. */
+export async function startFleetProcesses(
+  count: number,
+  env: NodeJS.ProcessEnv,
+  document: object = FLEET_POLICIES,
+): Promise<Fleet> {
+  const policies = writePoliciesFile(document);
   const ports = await findFreePorts(count);
   const coordinators: CoordinatorProcess[] = [];
   const close = async () => {
     await Promise.all(coordinators.map((coordinator) => coordinator.stop()));
     policies.cleanup();
   };
-  try {
-    for (const port of ports) {
-      coordinators.push(
-        await startCoordinatorProcess(port, {
+  const started = await Promise.allSettled(
+    ports.map((port) =>
+      startCoordinatorProcess(
+        port,
+        {
           SLUICE_LOG_LEVEL: 'info',
           SLUICE_POLICIES_FILE: policies.path,
           SLUICE_STORE_TIMEOUT_MS: '100',
           ...env,
-        }),
-      );
-    }
-  } catch (error) {
+        },
+        READY_TIMEOUT_MS,
+      ),
+    ),
+  );
+  for (const outcome of started) if (outcome.status === 'fulfilled') coordinators.push(outcome.value);
+  const failed = started.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+  if (failed) {
     await close();
-    throw error;
+    throw failed.reason;
   }
   return { coordinators, urls: coordinators.map((coordinator) => coordinator.url), close };
 }

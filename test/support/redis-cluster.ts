@@ -5,14 +5,18 @@ import { RedisServerProcess, redisCli, waitUntil } from './redis-server';
 export interface RedisClusterOptions {
   /** Bound on startup: nodes answering, `--cluster create`, and every node reporting `cluster_state:ok`. */
   startTimeoutMs?: number;
+  /** Replicas of each master (`--cluster-replicas`); none by default. */
+  replicasPerMaster?: number;
+  /** Directives for every node, over the defaults (cluster-node-timeout 2000). */
+  config?: Record<string, string>;
 }
 
 const MASTERS = 3;
 const DEFAULT_START_TIMEOUT_MS = 20_000;
 
 /**
- * A private 3-master Redis Cluster (no replicas) on 127.0.0.1, each node a RedisServerProcess
- * (so the same cleanup safety nets apply).
+ * A private 3-master Redis Cluster on 127.0.0.1 (with `replicasPerMaster` replicas of each), each
+ * node a RedisServerProcess (so the same cleanup safety nets apply).
  */
 export class RedisClusterProcess {
   /** The node processes, in the order of `nodes`. */
@@ -36,26 +40,29 @@ export class RedisClusterProcess {
     const timeoutMs = this.options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
     // The cluster bus defaults to port+10000, which can exceed 65535 for ephemeral ports,
     // so every node also gets an explicitly chosen free bus port.
-    const ports = await findFreePorts(2 * MASTERS);
-    for (let i = 0; i < MASTERS; i++) {
+    const replicas = this.options.replicasPerMaster ?? 0;
+    const count = MASTERS * (1 + replicas);
+    const ports = await findFreePorts(2 * count);
+    for (let i = 0; i < count; i++) {
       const port = ports[i];
       const config = {
+        'cluster-node-timeout': '2000',
+        ...this.options.config,
         'cluster-enabled': 'yes',
         'cluster-config-file': `nodes-${port}.conf`,
-        'cluster-node-timeout': '2000',
-        'cluster-port': String(ports[MASTERS + i]),
+        'cluster-port': String(ports[count + i]),
       };
       this.servers.push(new RedisServerProcess({ port, config, startTimeoutMs: timeoutMs }));
     }
     try {
       await Promise.all(this.servers.map((server) => server.start()));
-      await createCluster(this.nodes, timeoutMs);
+      await createCluster(this.nodes, replicas, timeoutMs);
       let lastInfo = '';
       await waitUntil(
         async () => {
           for (const server of this.servers) {
             lastInfo = await redisCli(server.port, ['CLUSTER', 'INFO']).catch((err: Error) => err.message);
-            if (!isHealthy(lastInfo)) return false;
+            if (!isHealthy(lastInfo, count)) return false;
           }
           return true;
         },
@@ -75,16 +82,16 @@ export class RedisClusterProcess {
   }
 }
 
-function isHealthy(info: string): boolean {
+function isHealthy(info: string, nodes: number): boolean {
   return (
     info.includes('cluster_state:ok') &&
     info.includes('cluster_slots_assigned:16384') &&
-    info.includes(`cluster_known_nodes:${MASTERS}`)
+    info.includes(`cluster_known_nodes:${nodes}`)
   );
 }
 
-function createCluster(nodes: string[], timeoutMs: number): Promise<void> {
-  const args = ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes'];
+function createCluster(nodes: string[], replicas: number, timeoutMs: number): Promise<void> {
+  const args = ['--cluster', 'create', ...nodes, '--cluster-replicas', String(replicas), '--cluster-yes'];
   return new Promise((resolve, reject) => {
     execFile('redis-cli', args, { timeout: timeoutMs }, (err, stdout, stderr) =>
       err ? reject(new Error(`redis-cli --cluster create failed: ${err.message}\n${stdout}${stderr}`)) : resolve(),

@@ -60,8 +60,8 @@ export const CLUSTER_SLOTS_REFRESH_MS = 1000;
  * - MOVED and ASK (the command was not run; another node owns the slot) are followed at once, and
  *   TRYAGAIN (a slot being migrated) after a tenth of the timeout, at most three times in all, so
  *   every resend is written well within the timeout.
- * The slot map is refreshed every CLUSTER_SLOTS_REFRESH_MS, so the slots of a failed master are
- * served again about a second after its replica is promoted.
+ * The slot map is refreshed every CLUSTER_SLOTS_REFRESH_MS (one CLUSTER SLOTS per instance), so the
+ * slots of a failed master are served again within about a second of its replica's promotion.
  */
 export function clusterRedirections(commandTimeoutMs: number) {
   return {
