@@ -208,6 +208,23 @@ export interface OutcomeBatch {
   probes: ProbeOutcome[];
   /** Latency counts on the fixed bounds (LATENCY_BOUNDS_MS, plus the overflow bucket). */
   latency?: number[];
+  /**
+   * The reporters of a batch merged from several reports (the coordinator's report merger), each
+   * failing when its own report had failed or slow calls; absent: `reporter` alone, failing when
+   * the batch has failed or slow calls.
+   */
+  reporters?: ReporterOfBatch[];
+}
+
+/** One reporter of a merged batch. */
+export interface ReporterOfBatch {
+  reporter: string;
+  failing: boolean;
+}
+
+/** The reporters a batch counts for. */
+export function reportersOf(batch: OutcomeBatch): ReporterOfBatch[] {
+  return batch.reporters ?? [{ reporter: batch.reporter, failing: batch.failures + batch.slow > 0 }];
 }
 
 export interface OutcomePolicy {
@@ -253,14 +270,14 @@ export function recordOutcomes(
   } else {
     state.outcomes.add(second, windowSeconds, batch);
     forgetReportersBefore(state.reporters, now - windowSeconds * 1000);
-    if (batch.failures + batch.slow > 0) noteReporter(state.reporters, batch.reporter, now);
+    for (const { reporter, failing } of reportersOf(batch)) if (failing) noteReporter(state.reporters, reporter, now);
     const totals = state.outcomes.sum(second, windowSeconds);
     if (machine.evaluate(policy.breaker, { ...totals, failingReporters: state.reporters.size }, now)) {
       clearBreakerWindow(state);
     }
   }
   forgetReportersBefore(state.activeReporters, now - policy.budgetWindowSeconds * 1000);
-  noteReporter(state.activeReporters, batch.reporter, now);
+  for (const { reporter } of reportersOf(batch)) noteReporter(state.activeReporters, reporter, now);
   return { breaker: commitBreaker(state, machine), reporters: state.activeReporters.size };
 }
 

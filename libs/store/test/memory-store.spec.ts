@@ -2,6 +2,7 @@ import { ManualClock } from '@sluice/core';
 import { MemoryStore } from '../src';
 import { describeBreakerConformance } from './breaker-conformance';
 import { describeLimitsConformance } from './limits-conformance';
+import { describeMergedReportsConformance } from './merged-reports-conformance';
 import { describeRetryBatchConformance } from './retry-batch-conformance';
 import { describeStoreConformance, type StoreUnderTest } from './store-conformance';
 
@@ -18,3 +19,4 @@ describeStoreConformance('MemoryStore', memoryStore);
 describeBreakerConformance('MemoryStore', memoryStore);
 describeLimitsConformance('MemoryStore', memoryStore);
 describeRetryBatchConformance('MemoryStore', memoryStore);
+describeMergedReportsConformance('MemoryStore', memoryStore);

@@ -5,6 +5,7 @@ import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../../../t
 import { redisStoreUnderTest } from './redis-under-test';
 import { describeBreakerConformance } from './breaker-conformance';
 import { describeLimitsConformance } from './limits-conformance';
+import { describeMergedReportsConformance } from './merged-reports-conformance';
 import { describeRetryBatchConformance } from './retry-batch-conformance';
 import { batch, describeStoreConformance } from './store-conformance';
 
@@ -114,3 +115,6 @@ describe('RedisStore keys', () => {
     slow.disconnect();
   });
 });
+describeMergedReportsConformance('RedisStore (standalone)', () =>
+  redisStoreUnderTest({ url: SHARED_REDIS_URL }, 'merged-reports'),
+);

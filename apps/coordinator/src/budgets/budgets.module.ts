@@ -3,6 +3,7 @@ import { DependencyViewController } from './dependency-view.controller';
 import { DependencyViewService } from './dependency-view.service';
 import { ReportsController } from './reports.controller';
 import { ReportsService } from './reports.service';
+import { ReportMerger } from './report-merger';
 import { RetriesController } from './retries.controller';
 import { RetryBatchService } from './retry-batch.service';
 import { RetryController } from './retry.controller';
@@ -11,6 +12,6 @@ import { RetryService } from './retry.service';
 /** Retry decisions against the budget, outcome reports, and the dependency's combined view. */
 @Module({
   controllers: [RetryController, RetriesController, ReportsController, DependencyViewController],
-  providers: [RetryService, RetryBatchService, ReportsService, DependencyViewService],
+  providers: [RetryService, RetryBatchService, ReportsService, ReportMerger, DependencyViewService],
 })
 export class BudgetsModule {}

@@ -1,22 +1,24 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { LATENCY_BOUNDS_MS, rebucket } from '@sluice/core';
 import type { DependencyReport, LatencyHistogram, ReportRequest, ReportResponse } from '@sluice/protocol';
-import type { Store } from '@sluice/store';
 import { validationFailed } from '../common/api-error';
 import { BreakerMetrics } from '../breakers/breaker-metrics';
 import { DependencyRegistry } from '../dependencies/dependency-registry.service';
 import { PolicyService } from '../policies/policy.service';
-import { STORE } from '../store/store.provider';
+import { ReportMerger } from './report-merger';
 import { reportProblems } from './report-rules';
 
-/** Records batched outcomes and probe results: one atomic store call per dependency, all sent at once. */
+/**
+ * Records batched outcomes and probe results. Each dependency's entry goes to the ReportMerger:
+ * the reports this instance receives for it within a few ms are written in one atomic store call.
+ */
 @Injectable()
 export class ReportsService {
   constructor(
-    @Inject(STORE) private readonly store: Store,
     private readonly policies: PolicyService,
     private readonly registry: DependencyRegistry,
     private readonly breakerMetrics: BreakerMetrics,
+    private readonly merger: ReportMerger,
   ) {}
 
   async record(namespace: string, report: ReportRequest): Promise<ReportResponse> {
@@ -30,7 +32,7 @@ export class ReportsService {
     await Promise.all(
       entries.map(async ({ entry }) => {
         const policy = await this.policies.forDependency(namespace, entry.dep);
-        const { breaker, reporters } = await this.store.recordOutcomes(
+        const { breaker, reporters } = await this.merger.record(
           { namespace, dependency: entry.dep },
           {
             reporter: report.reporter,

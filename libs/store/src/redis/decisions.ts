@@ -61,7 +61,7 @@ export function redisDecisions(scripts: ScriptRunner, keys: SluiceKeys): Omit<De
 
     async recordOutcomes(ref, batch, policy) {
       const dependency = keys.dependency(ref.namespace, ref.dependency);
-      const { reporter, requests, successes, failures, slow, retries, probes, latency } = batch;
+      const { reporter, requests, successes, failures, slow, retries, probes, latency, reporters } = batch;
       const reply = await scripts.run(
         'record_outcomes',
         dependency.budget,
@@ -80,6 +80,7 @@ export function redisDecisions(scripts: ScriptRunner, keys: SluiceKeys): Omit<De
           retries,
           probes,
           ...(latency ? { latency } : {}),
+          ...(reporters && reporters.length > 0 ? { reporters } : {}),
         }),
         JSON.stringify({ budgetWindowSeconds: policy.budgetWindowSeconds, breaker: policy.breaker }),
         dependency.events,

@@ -15,7 +15,9 @@
     KEYS[7] active reporters sorted set (member: reporter, score: last report, epoch ms)
     ARGV[1] the batch, cjson: { reporter, requests (first attempts), successes, failures, slow,
             retries (made without the fleet's grant; absent: 0), probes = { { token, success }, ... },
-            latency = { counts on the fixed bounds } or absent }
+            latency = { counts on the fixed bounds } or absent,
+            reporters = { { reporter, failing }, ... } for a batch merged from several reports, or
+            absent: reporter alone, failing when the batch has failed or slow calls }
     ARGV[2] the policy, cjson: { budgetWindowSeconds, breaker = <breaker policy> }
     ARGV[3] event channel
     ARGV[4] dependency name
@@ -36,7 +38,11 @@ local batch = cjson.decode(ARGV[1])
 local options = cjson.decode(ARGV[2])
 local requests, successes, failures, slow = batch.requests, batch.successes, batch.failures, batch.slow
 local retries = batch.retries or 0
-local reporter = batch.reporter
+-- The reporters this batch counts for (libs/core reportersOf).
+local batchReporters = batch.reporters
+if batchReporters == nil or #batchReporters == 0 then
+  batchReporters = { { reporter = batch.reporter, failing = failures + slow > 0 } }
+end
 local budgetWindow = options.budgetWindowSeconds
 local policy = options.breaker
 local outcomeWindow = policy.windowSeconds
@@ -85,8 +91,14 @@ else
     windowAdd(KEYS[2], OUTCOME_FIELDS, { successes, failures, slow }, second, outcomeWindow)
   end
   rcall('ZREMRANGEBYSCORE', KEYS[4], '-inf', nowMs - outcomeWindow * 1000)
-  if failures + slow > 0 then
-    rcall('ZADD', KEYS[4], nowMs, reporter)
+  local anyFailing = false
+  for _, r in ipairs(batchReporters) do
+    if r.failing then
+      rcall('ZADD', KEYS[4], nowMs, r.reporter)
+      anyFailing = true
+    end
+  end
+  if anyFailing then
     rcall('ZREMRANGEBYRANK', KEYS[4], 0, -MAX_REPORTERS - 1)
     rcall('PEXPIRE', KEYS[4], outcomeWindow * 1000 + 2000)
   end
@@ -100,7 +112,9 @@ else
 end
 
 rcall('ZREMRANGEBYSCORE', KEYS[7], '-inf', nowMs - budgetWindow * 1000)
-rcall('ZADD', KEYS[7], nowMs, reporter)
+for _, r in ipairs(batchReporters) do
+  rcall('ZADD', KEYS[7], nowMs, r.reporter)
+end
 rcall('ZREMRANGEBYRANK', KEYS[7], 0, -MAX_REPORTERS - 1)
 rcall('PEXPIRE', KEYS[7], budgetWindow * 1000 + 2000)
 local reporters = rcall('ZCARD', KEYS[7])
