@@ -173,7 +173,7 @@ export class BreakerFeed {
     }
     if (frame.event === 'breaker') {
       // Read defensively: a field may be missing from another coordinator's version.
-      const event = data as Partial<BreakerEvent> & { reason?: string | null };
+      const event = data as Partial<BreakerEvent>;
       if (event.dep && event.state) {
         this.dependencies.get(event.dep)?.applyState(event.state, event.openUntil ?? null, event.reason ?? null);
       }
