@@ -5,6 +5,7 @@ import {
   type AdmitDecision,
   type DependencyPolicyOverride,
   type RetryDecision,
+  type RetryAsk,
   type RetryRequest,
 } from '@sluice/protocol';
 import { runWithContext } from './context/request-context';
@@ -119,6 +120,11 @@ function setup(
       asked.push(asks);
       return retryDecision(decide(asks));
     },
+    retries: async (batch: RetryAsk[]) => {
+      const decisions = [];
+      for (const { dep, ...ask } of batch) decisions.push(await coordinator.retry(dep, ask));
+      return { decisions };
+    },
     admit: async (_dep: string, _timeouts: unknown, cost = 1) => {
       admits.push(cost);
       const verdict = await (admitScript.length > 1 ? admitScript.shift() : admitScript[0]);
@@ -126,11 +132,15 @@ function setup(
       return admitDecision(verdict);
     },
   };
-  // Answers are waited for as long as they take: the scripts decide when they come.
-  const fleetDecider = new FleetDecider(coordinator, link, leases, clock, {
-    decisionTimeoutMs: 60_000,
-    requestTimeoutMs: 60_000,
-  });
+  // Answers are waited for as long as they take: the scripts decide when they come. One ask, one answer.
+  const fleetDecider = new FleetDecider(
+    coordinator,
+    link,
+    leases,
+    clock,
+    { decisionTimeoutMs: 60_000, requestTimeoutMs: 60_000 },
+    { coalesce: false },
+  );
   const logger = { ...silentLogger, warn: (line: string) => warnings.push(line) };
   const local = new LocalDecider(fallbackMode, link, leases, clock, seededRandom(1), logger);
   const runtime: SluiceRuntime = {

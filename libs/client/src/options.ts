@@ -124,6 +124,17 @@ export interface SluiceOptions {
    */
   decisionTimeoutMs?: number;
   /**
+   * Coalesce retry asks (default true): the asks this process makes within a millisecond or so
+   * (never past the smallest deadline among them) go out as one `POST /retries`, and after a
+   * `budget_exhausted` or `breaker_open` denial that says when to ask again (`retryAfterMs`), the
+   * same denial is given locally, without a request, until then or until the next report reached
+   * the coordinator. Such a denial ends a call as the coordinator's would (`GiveUpError` with reason
+   * `budget_exhausted`, `BreakerOpenError`), in the events like any other. False asks the coordinator once per retry, every time.
+   * @example
+   * const perCall = new Sluice({ baseUrls: 'http://sluice:8080', namespace: 'shop', coalesceRetryAsks: false });
+   */
+  coalesceRetryAsks?: boolean;
+  /**
    * Timeout of reports, view reads and the decisions' requests themselves, in ms (default 1000):
    * every exchange of one request, re-asks included, ends within it.
    */

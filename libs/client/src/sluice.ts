@@ -171,10 +171,17 @@ export class Sluice extends PolicyEvents {
     });
     const timeouts = new TimeoutWatch();
     this.leases = new LeaseKeeper(this.transport, this.link, timeouts, requestTimeoutMs);
-    const fleetDecider = new FleetDecider(this.transport, this.link, this.leases, clock, {
-      decisionTimeoutMs,
-      requestTimeoutMs,
-    });
+    const fleetDecider = new FleetDecider(
+      this.transport,
+      this.link,
+      this.leases,
+      clock,
+      {
+        decisionTimeoutMs,
+        requestTimeoutMs,
+      },
+      { coalesce: options.coalesceRetryAsks ?? true },
+    );
     const localDecider = new LocalDecider(fallbackMode, this.link, this.leases, clock, random, logger);
     this.runtime = {
       clock,

@@ -7,9 +7,11 @@ import type { LeaseHold, LeaseKeeper } from '../fleet/leases';
 import type { AskTimeouts, CoordinatorTransport } from '../transport/coordinator-transport';
 
 /** The coordinator calls decisions need. */
-export type DecisionTransport = Pick<CoordinatorTransport, 'retry' | 'admit'>;
+export type DecisionTransport = Pick<CoordinatorTransport, 'retry' | 'retries' | 'admit'>;
+import type { HeldRefusal } from '../fleet/held-denial';
 import { within } from '../within';
 import type { AdmitAnswer, Decider, RetryVerdict } from './decider';
+import { RetryCoalescer } from './retry-coalescer';
 
 const NOT_YET = { allow: false, reason: 'coordinator_unavailable', delayMs: 0 } as const;
 const REFUSED_TOKEN = { allow: false, reason: 'config_error', delayMs: 0 } as const;
@@ -20,19 +22,35 @@ export interface DecisionTimeouts {
   requestTimeoutMs: number;
 }
 
+/** How retries are asked for. */
+export interface AskingOptions {
+  /**
+   * True: the asks of one short window go out as one batch ({@link RetryCoalescer}), and a
+   * denial that says when to ask again is repeated locally until then (`HeldDenial`). False:
+   * one request per ask, every time.
+   */
+  coalesce: boolean;
+}
+
 /**
  * The fleet's decisions: the coordinator's retry and admit answers, waited for within the decision
  * timeout. It answers `undefined` when the coordinator did not answer and the fallback is to decide
  * (see {@link InsuredDecider}); a refused token is a `config_error` answer, never `undefined`.
  */
 export class FleetDecider implements Decider {
+  /** Who asks for retries: the coalescer, or the transport itself. */
+  private readonly asker: Pick<CoordinatorTransport, 'retry'>;
+
   constructor(
     private readonly transport: DecisionTransport,
     private readonly link: CoordinatorLink,
     private readonly leases: LeaseKeeper,
     private readonly clock: Clock,
     private readonly timeouts: DecisionTimeouts,
-  ) {}
+    private readonly asking: AskingOptions = { coalesce: true },
+  ) {
+    this.asker = asking.coalesce ? new RetryCoalescer(transport) : transport;
+  }
 
   breakerState(dependency: FleetDependency, now: number): BreakerState {
     return dependency.fleetState(now);
@@ -43,17 +61,22 @@ export class FleetDecider implements Decider {
   }
 
   /**
-   * POST /retry. Before the fallback takes over, a decision that failed or came late allows no
+   * POST /retry, or a held denial without asking; with coalescing, the ask goes out in one
+   * `POST /retries` with the asks made alongside it. Before the fallback takes over, a decision that failed or came late allows no
    * retry (a slow coordinator never lets the fleet's budget leak through every client's own);
    * undefined once it has taken over.
    */
   async retry(dependency: FleetDependency, request: RetryRequest): Promise<RetryVerdict | undefined> {
     if (this.link.configError) return REFUSED_TOKEN;
     const askedAt = this.clock.now();
-    const answer = this.transport.retry(dependency.name, request, this.decisionTimeouts());
+    const held = this.asking.coalesce ? dependency.heldDenial.current(askedAt) : undefined;
+    if (held) return heldVerdict(held, askedAt);
+    const answer = this.asker.retry(dependency.name, request, this.decisionTimeouts());
     const answered = (decision: RetryDecision) => {
       this.link.succeeded('retry');
       dependency.applyBreaker(decision.breaker);
+      // A late denial holds too: the calls after it need not ask.
+      if (!decision.allow && this.asking.coalesce) holdDenial(dependency, decision, this.clock.now());
     };
     try {
       const decision = await within(answer, this.timeouts.decisionTimeoutMs);
@@ -173,4 +196,23 @@ function factsOf(breaker: BreakerWord, retryAfterMs: number | undefined, now: nu
     openUntil,
     retryAfterMs: retryAfterMs !== undefined && retryAfterMs > 0 ? retryAfterMs : fromOpenUntil,
   };
+}
+
+/** A denial that says when to ask again is held until then (see `HeldDenial`). */
+function holdDenial(dependency: FleetDependency, decision: RetryDecision, now: number): void {
+  const { reason, retryAfterMs, breaker } = decision;
+  if (
+    (reason !== 'budget_exhausted' && reason !== 'breaker_open') ||
+    !(retryAfterMs !== undefined && retryAfterMs > 0)
+  ) {
+    return;
+  }
+  dependency.heldDenial.hold({ reason, breaker, until: now + retryAfterMs }, now);
+}
+
+/** The held denial, as the coordinator's would read now: the same reason, the breaker's facts with the time left. */
+function heldVerdict(held: HeldRefusal, now: number): RetryVerdict {
+  const verdict: RetryVerdict = { allow: false, reason: held.reason, delayMs: 0 };
+  if (held.reason === 'breaker_open') verdict.breaker = factsOf(held.breaker, held.until - now, now);
+  return verdict;
 }

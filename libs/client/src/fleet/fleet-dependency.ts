@@ -12,6 +12,7 @@ import {
 } from '@sluice/protocol';
 import type { BreakerFacts } from '../errors';
 import { EventEmitter } from '../events';
+import { HeldDenial } from './held-denial';
 import { LocalGuard } from './local-guard';
 import { LocalLimits } from './local-limits';
 
@@ -85,6 +86,8 @@ export class FleetDependency {
   fleetSize: number | undefined;
 
   readonly local: LocalGuard;
+  /** The fleet's last retry denial that said when to ask again, repeated locally while it holds. */
+  readonly heldDenial = new HeldDenial();
   /** The local fallback's rate and concurrency limits. */
   readonly localLimits: LocalLimits;
   readonly changes = new EventEmitter<BreakerChange>();

@@ -79,6 +79,7 @@ export class Reporter {
         );
         this.link.succeeded('report');
         for (const { dependency } of batch) {
+          dependency.heldDenial.reported(now);
           const reported = answer.deps?.[dependency.name];
           if (reported?.breaker?.state) dependency.applyState(reported.breaker.state);
           if (Number.isInteger(reported?.reporters) && reported.reporters > 0)

@@ -6,6 +6,8 @@ import type {
   LeaseRenewal,
   ReportRequest,
   ReportResponse,
+  RetryAsk,
+  RetryBatchDecision,
   RetryDecision,
   RetryRequest,
 } from '@sluice/protocol';
@@ -41,7 +43,7 @@ export interface AskTimeouts {
  * `store_unavailable`) is a {@link CoordinatorUnavailableError}; a failure without an answer moves
  * on to the next base URL for the following call.
  *
- * Decisions (`retry`, `admit`) carry a fresh `requestId`. A call that gets no answer is asked again
+ * Decisions (`retry`, `retries`, `admit`) carry a `requestId` (one per ask). A call that gets no answer is asked again
  * within its time (see {@link ReAsks}): after a 503 `overloaded` or a connection never made, any
  * call, on another instance; after any other 503, a 502 or 504, a lost connection or a timeout, a
  * decision only, with the same `requestId`, so the coordinator answers the first outcome rather
@@ -59,6 +61,14 @@ export class CoordinatorTransport {
   retry(dep: string, body: RetryRequest, timeouts: AskTimeouts): Promise<RetryDecision> {
     const request: RetryRequest = body.requestId === undefined ? { ...body, requestId: newRequestId() } : body;
     return this.json('POST', `deps/${dep}/retry`, request, timeouts, true);
+  }
+
+  /**
+   * POST /v1/{ns}/retries: many retry asks in one request, each with its own `requestId` (the
+   * caller sets them), so a batch that got no answer is asked again as it was, with the same ids.
+   */
+  retries(asks: RetryAsk[], timeouts: AskTimeouts): Promise<RetryBatchDecision> {
+    return this.json('POST', 'retries', { asks }, timeouts, true);
   }
 
   /** POST /v1/{ns}/deps/{dep}/admit, with a fresh `requestId`, and the call's cost against a rate limit when it is not 1. */
