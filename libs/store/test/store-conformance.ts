@@ -382,7 +382,8 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
       it('claims a new key, then answers in_flight with the time the lease has left', async () => {
         const ref = freshKey();
         const first = await store.claimIdempotencyKey(ref, claimOf({ leaseMs: 30_000 }));
-        expect(first).toEqual({ outcome: 'claimed', leaseExpiresAt: expect.any(Number) });
+        // A store without replicas (as in these tests) keeps nothing durable.
+        expect(first).toEqual({ outcome: 'claimed', leaseExpiresAt: expect.any(Number), durable: false });
         const second = await store.claimIdempotencyKey(ref, claimOf({ leaseMs: 30_000 }));
         expect(second).toEqual({ outcome: 'in_flight', leaseRemainingMs: expect.any(Number) });
         if (second.outcome !== 'in_flight') throw new Error('unreachable');
@@ -427,6 +428,7 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
         expect(await store.claimIdempotencyKey(ref, successor)).toEqual({
           outcome: 'recovered',
           leaseExpiresAt: expect.any(Number),
+          durable: false,
         });
         expect(await store.claimIdempotencyKey(ref, claimOf())).toMatchObject({ outcome: 'in_flight' });
         expect(await store.completeIdempotencyKey(ref, { token: crashed.token, response: 'late' })).toBe('lease_lost');
@@ -760,6 +762,7 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
           token: claim.token,
           leaseExpiresAt: first.leaseExpiresAt,
           recovered: false,
+          durable: false,
         });
         expect(await store.readIdempotencyKey(ref)).toEqual(before);
         // Another claim id, or none, is another request: in flight. Another fingerprint is a mismatch.
@@ -791,6 +794,7 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
           token: successor.token,
           leaseExpiresAt: recovered.leaseExpiresAt,
           recovered: true,
+          durable: false,
         });
         // The first claim id no longer holds the key.
         expect(await store.claimIdempotencyKey(ref, claimOf({ claimId: 'first' }))).toMatchObject({

@@ -36,6 +36,7 @@ describe('loadConfig', () => {
       maxNamespaces: 1000,
       maxEventLoopDelayMs: 1000,
       maxInFlight: 5000,
+      durability: 'auto',
     });
   });
 
@@ -52,6 +53,7 @@ describe('loadConfig', () => {
       SLUICE_MAX_NAMESPACES: '20',
       SLUICE_MAX_EVENT_LOOP_DELAY_MS: '0',
       SLUICE_MAX_IN_FLIGHT: '300',
+      SLUICE_DURABILITY: 'replica',
     });
     expect(config).toMatchObject({
       port: 9090,
@@ -65,6 +67,7 @@ describe('loadConfig', () => {
       maxNamespaces: 20,
       maxEventLoopDelayMs: 0,
       maxInFlight: 300,
+      durability: 'replica',
     });
     expect(config.tokens.map((token) => [token.id, token.role])).toEqual([
       ['ops', 'admin'],
@@ -77,6 +80,7 @@ describe('loadConfig', () => {
     [{ SLUICE_PORT: '70000' }, 'SLUICE_PORT'],
     [{ SLUICE_PORT: '80.5' }, 'SLUICE_PORT'],
     [{ SLUICE_MAX_IN_FLIGHT: '-1' }, 'SLUICE_MAX_IN_FLIGHT'],
+    [{ SLUICE_DURABILITY: 'always' }, 'SLUICE_DURABILITY'],
     [{ SLUICE_MAX_EVENT_LOOP_DELAY_MS: 'soon' }, 'SLUICE_MAX_EVENT_LOOP_DELAY_MS'],
     [{ SLUICE_MAX_NAMESPACES: '1.5' }, 'SLUICE_MAX_NAMESPACES'],
     [{ SLUICE_REDIS_URL: 'http://cache' }, 'SLUICE_REDIS_URL'],
