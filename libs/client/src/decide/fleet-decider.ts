@@ -40,6 +40,8 @@ export interface AskingOptions {
 export class FleetDecider implements Decider {
   /** Who asks for retries: the coalescer, or the transport itself. */
   private readonly asker: Pick<CoordinatorTransport, 'retry'>;
+  /** With coalescing: the ask of each dependency under way, which the asks after it wait for (its denial may hold). */
+  private readonly underWay = new WeakMap<FleetDependency, Promise<unknown>>();
 
   constructor(
     private readonly transport: DecisionTransport,
@@ -69,9 +71,10 @@ export class FleetDecider implements Decider {
   async retry(dependency: FleetDependency, request: RetryRequest): Promise<RetryVerdict | undefined> {
     if (this.link.configError) return REFUSED_TOKEN;
     const askedAt = this.clock.now();
-    const held = this.asking.coalesce ? dependency.heldDenial.current(askedAt) : undefined;
-    if (held) return heldVerdict(held, askedAt);
+    const held = this.asking.coalesce ? await this.heldAfterUnderWay(dependency, askedAt) : undefined;
+    if (held) return held;
     const answer = this.asker.retry(dependency.name, request, this.decisionTimeouts());
+    if (this.asking.coalesce) this.markUnderWay(dependency, answer);
     const answered = (decision: RetryDecision) => {
       this.link.succeeded('retry');
       dependency.applyBreaker(decision.breaker);
@@ -79,7 +82,8 @@ export class FleetDecider implements Decider {
       if (!decision.allow && this.asking.coalesce) holdDenial(dependency, decision, this.clock.now());
     };
     try {
-      const decision = await within(answer, this.timeouts.decisionTimeoutMs);
+      const waitMs = Math.max(1, this.timeouts.decisionTimeoutMs - (this.clock.now() - askedAt));
+      const decision = await within(answer, waitMs);
       if (decision === undefined) {
         // Slow is not down: the late answer, or its failure, tells the link. No retry without a grant.
         void answer.then(answered, (error: unknown) => this.link.failed('retry', error, askedAt));
@@ -99,6 +103,30 @@ export class FleetDecider implements Decider {
       // A hiccup, not yet an outage: no retry without the fleet's grant.
       return this.link.failed('retry', error, askedAt) ? undefined : NOT_YET;
     }
+  }
+
+  /**
+   * The held denial of the dependency, once the ask under way for it (if any) has been answered or
+   * half the decision time has passed: the asks that fail meanwhile go out together after it, or
+   * not at all when its answer is a denial that holds.
+   */
+  private async heldAfterUnderWay(dependency: FleetDependency, askedAt: number): Promise<RetryVerdict | undefined> {
+    const underWay = this.underWay.get(dependency);
+    if (underWay) await within(underWay, Math.max(1, Math.floor(this.timeouts.decisionTimeoutMs / 2)));
+    const now = this.clock.now();
+    const held = dependency.heldDenial.current(underWay ? now : askedAt);
+    return held && heldVerdict(held, now);
+  }
+
+  private markUnderWay(dependency: FleetDependency, answer: Promise<unknown>): void {
+    const settled = answer.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.underWay.set(dependency, settled);
+    void settled.then(() => {
+      if (this.underWay.get(dependency) === settled) this.underWay.delete(dependency);
+    });
   }
 
   /**

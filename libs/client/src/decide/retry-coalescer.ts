@@ -7,7 +7,7 @@ import { newRequestId } from '../transport/re-ask';
 export type RetryAsking = Pick<CoordinatorTransport, 'retry' | 'retries'>;
 
 /** How long the first ask of a batch waits for others, ms, by default. */
-export const COALESCE_WINDOW_MS = 1;
+export const COALESCE_WINDOW_MS = 2;
 
 interface Waiting {
   dep: string;
