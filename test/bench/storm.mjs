@@ -1,0 +1,344 @@
+// The retry storm: M caller processes, each with K calls that all fail at the same instant against a
+// scripted dependency (503 during the storm), through the built SDK, against two built coordinators on
+// one private Redis. Per configuration and in one run: per-call asking (coalesceRetryAsks: false)
+// beside coalesced asks with held denials. Run with `npm run bench:storm` (builds dist/ first);
+// `--processes 8,32 --calls 50`. Results go to test/bench/results/storm-<time>.json (ignored).
+import { fork, spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import { once } from 'node:events';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { freePort, killAllChildrenNow, stopAllChildren, track, waitReady } from './support.mjs';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(HERE, '../..');
+const NAMESPACE = 'storm';
+const DECISION_TIMEOUT_MS = 50;
+/** limit = floor(0 × requests + 5 × 10) = 50 retries for the whole fleet, whatever was reported. */
+const POLICY = {
+  retryBudget: { ratio: 0, minRetriesPerSecond: 5, windowSeconds: 10, maxAttempts: 2 },
+  backoff: { baseMs: 1, capMs: 5, jitter: 'full' },
+  breaker: { minimumCalls: 1_000_000 },
+};
+const MODES = [
+  { name: 'per-call', coalesce: false },
+  { name: 'coalesced', coalesce: true },
+];
+const now = () => performance.timeOrigin + performance.now();
+
+// ---------------------------------------------------------------------------------------------
+// One caller process: a Sluice client per run, K calls at once on cue, what each ended with.
+
+async function caller() {
+  const require = createRequire(import.meta.url);
+  const { Sluice, isGiveUpError } = require(join(ROOT, 'dist/libs/client/src/index.js'));
+  process.on('message', async (message) => {
+    if (message.type !== 'run') return;
+    const { baseUrls, dependency, dependencyUrl, calls, coalesce } = message;
+    const sluice = new Sluice({
+      baseUrls,
+      namespace: NAMESPACE,
+      logger: false,
+      decisionTimeoutMs: DECISION_TIMEOUT_MS,
+      coalesceRetryAsks: coalesce,
+    });
+    const dep = sluice.dependency(dependency, { idempotent: true, maxAttempts: 2, hedge: false, timeoutMs: 5000 });
+    /** When each call's retry decision came (epoch ms): a retry event or a give-up. */
+    const decidedAt = [];
+    dep.onRetry(() => decidedAt.push(now()));
+    dep.onGiveUp((event) => event.error.attempts === 1 && decidedAt.push(now()));
+    // Warm: the dependency's view read, and the decision path with its connections (on a dependency
+    // of its own, whose budget is not the storm's), before the storm.
+    const warm = sluice.dependency(`${dependency}-warm`, { idempotent: true, maxAttempts: 2, hedge: false });
+    await dep.fetch(`${dependencyUrl}/warm`).catch(() => undefined);
+    for (let round = 0; round < 2; round++) {
+      await Promise.all(
+        Array.from({ length: calls }, (_, i) =>
+          warm.fetch(`${dependencyUrl}/warm/${round}/${i}`).catch(() => undefined),
+        ),
+      );
+    }
+    await sleep(300);
+    process.send({ type: 'ready' });
+    await once(process, 'message');
+    const ends = await Promise.all(
+      Array.from({ length: calls }, (_, i) =>
+        dep.fetch(`${dependencyUrl}/call/${i}`).then(
+          () => 'ok',
+          (error) => (isGiveUpError(error) ? error.reason : (error?.name ?? 'error')),
+        ),
+      ),
+    );
+    await sluice.close();
+    process.send({ type: 'done', ends, decidedAt });
+  });
+  process.send({ type: 'up' });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run.
+
+function readOptions() {
+  const args = process.argv.slice(2);
+  const value = (flag, fallback) => {
+    const i = args.indexOf(flag);
+    return i >= 0 ? args[i + 1] : fallback;
+  };
+  return {
+    processes: value('--processes', '8,32').split(',').map(Number),
+    calls: Number(value('--calls', '50')),
+  };
+}
+
+/** The scripted dependency: the storm's first attempts are held until all have come, then all answered 503. */
+async function startDependency() {
+  const state = { expected: Infinity, held: [], firstAttempts: 0, retries: 0, releasedAt: 0 };
+  const fail = (res) => res.writeHead(503, { 'content-type': 'text/plain' }).end('down');
+  const server = createServer((req, res) => {
+    if (req.url === '/warm') return res.end('ok');
+    if (req.url.startsWith('/warm/')) return req.headers['sluice-attempt'] === '1' ? fail(res) : res.end('ok');
+    if (!req.url.startsWith('/call/')) return fail(res);
+    if (req.headers['sluice-attempt'] !== '1') {
+      state.retries++;
+      return fail(res);
+    }
+    state.firstAttempts++;
+    state.held.push(res);
+    if (state.held.length >= state.expected) {
+      state.releasedAt = now();
+      state.held.splice(0).forEach(fail);
+    }
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    state,
+    arm(expected) {
+      Object.assign(state, { expected, held: [], firstAttempts: 0, retries: 0, releasedAt: 0 });
+    },
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+async function startRedis() {
+  const port = await freePort();
+  const child = track(
+    spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+    'redis-server',
+  );
+  const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 1 });
+  client.on('error', () => undefined); // while it starts
+  for (let i = 0; i < 50; i++) {
+    try {
+      await client.connect();
+      break;
+    } catch {
+      await sleep(100);
+    }
+  }
+  return { url: `redis://127.0.0.1:${port}`, client, child };
+}
+
+/** Script calls Redis has run so far (EVAL, EVALSHA, FCALL and their read-only forms). */
+async function scriptCalls(redis) {
+  const info = await redis.info('commandstats');
+  let calls = 0;
+  for (const match of info.matchAll(/^cmdstat_(eval|evalsha|eval_ro|evalsha_ro|fcall|fcall_ro):calls=(\d+)/gm)) {
+    calls += Number(match[2]);
+  }
+  return calls;
+}
+
+async function startCoordinators(redisUrl, dependencies, dir) {
+  const policiesFile = join(dir, 'policies.json');
+  const dependencyPolicies = Object.fromEntries(dependencies.map((name) => [name, POLICY]));
+  await writeFile(policiesFile, JSON.stringify({ namespaces: { [NAMESPACE]: { dependencies: dependencyPolicies } } }));
+  const coordinators = [];
+  for (let i = 0; i < 2; i++) {
+    const port = await freePort();
+    const child = track(
+      spawn(process.execPath, ['dist/apps/coordinator/src/main.js'], {
+        cwd: ROOT,
+        env: {
+          PATH: process.env.PATH,
+          SLUICE_PORT: String(port),
+          SLUICE_REDIS_URL: redisUrl,
+          SLUICE_KEY_PREFIX: 'bench-storm:',
+          SLUICE_POLICIES_FILE: policiesFile,
+          SLUICE_LOG_LEVEL: 'warn',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }),
+      `coordinator-${i}`,
+    );
+    coordinators.push({ url: `http://127.0.0.1:${port}`, child });
+  }
+  await Promise.all(coordinators.map(({ url, child }) => waitReady(`${url}/health/ready`, child)));
+  return coordinators.map(({ url }) => url);
+}
+
+/** The coordinators' HTTP requests for `dependency`'s decisions and in all, their 503s, and the grants. */
+async function coordinatorCounts(urls, dependency) {
+  const counts = { requests: 0, decisionRequests: 0, status503: 0, granted: 0 };
+  for (const url of urls) {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    for (const line of text.split('\n')) {
+      const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+      if (line.startsWith('sluice_http_request_duration_seconds_count{')) {
+        const route = /route="([^"]*)"/.exec(line)?.[1] ?? '';
+        if (route.startsWith('/metrics') || route.startsWith('/health')) continue;
+        counts.requests += value;
+        if (route.endsWith('/retry') || route.endsWith('/retries')) counts.decisionRequests += value;
+        if (/(status|status_code|code)="503"/.test(line)) counts.status503 += value;
+      }
+      if (
+        line.startsWith('sluice_retry_decisions_total{') &&
+        line.includes(`dependency="${dependency}"`) &&
+        line.includes('result="granted"')
+      ) {
+        counts.granted += value;
+      }
+    }
+  }
+  return counts;
+}
+
+function nextMessage(child, type) {
+  return new Promise((resolve, reject) => {
+    const onMessage = (message) => {
+      if (message?.type !== type) return;
+      child.off('exit', onExit);
+      child.off('message', onMessage);
+      resolve(message);
+    };
+    const onExit = () => reject(new Error(`${child.name} exited before '${type}':\n${child.output}`));
+    child.on('message', onMessage);
+    child.once('exit', onExit);
+  });
+}
+
+const percentile = (sorted, p) =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : NaN;
+
+async function runOne({ callers, coordinators, redis, dependency, calls, mode }) {
+  const failedCalls = callers.length * calls;
+  dependency.server.arm(failedCalls);
+  const name = `${mode.name}-${callers.length}`;
+  for (const child of callers) {
+    child.send({
+      type: 'run',
+      baseUrls: coordinators,
+      dependency: name,
+      dependencyUrl: dependency.server.url,
+      calls,
+      coalesce: mode.coalesce,
+    });
+  }
+  await Promise.all(callers.map((child) => nextMessage(child, 'ready')));
+  const before = { ...(await coordinatorCounts(coordinators, name)), scripts: await scriptCalls(redis) };
+  const done = callers.map((child) => nextMessage(child, 'done'));
+  callers.forEach((child) => child.send({ type: 'go' }));
+  const results = await Promise.all(done);
+  await sleep(200); // the last reports land
+  const after = { ...(await coordinatorCounts(coordinators, name)), scripts: await scriptCalls(redis) };
+  const { releasedAt, retries } = dependency.server.state;
+  const latencies = results
+    .flatMap((r) => r.decidedAt)
+    .map((at) => at - releasedAt)
+    .sort((a, b) => a - b);
+  const ends = results.flatMap((r) => r.ends);
+  const byEnd = ends.reduce((n, end) => ({ ...n, [end]: (n[end] ?? 0) + 1 }), {});
+  const grants = after.granted - before.granted;
+  return {
+    configuration: `${callers.length}×${calls}`,
+    mode: mode.name,
+    failedCalls,
+    decisionRequestsPerCall: (after.decisionRequests - before.decisionRequests) / failedCalls,
+    coordinatorRequestsPerCall: (after.requests - before.requests) / failedCalls,
+    scriptCallsPerCall: (after.scripts - before.scripts) / failedCalls,
+    p50Ms: percentile(latencies, 0.5),
+    p99Ms: percentile(latencies, 0.99),
+    late: byEnd.coordinator_unavailable ?? 0,
+    status503: after.status503 - before.status503,
+    grants,
+    limit: POLICY.retryBudget.minRetriesPerSecond * POLICY.retryBudget.windowSeconds,
+    retriesReceived: retries,
+    ends: byEnd,
+  };
+}
+
+function printTable(rows) {
+  const columns = [
+    ['config', (r) => r.configuration],
+    ['asking', (r) => r.mode],
+    ['decision req/call', (r) => r.decisionRequestsPerCall.toFixed(3)],
+    ['coord req/call', (r) => r.coordinatorRequestsPerCall.toFixed(3)],
+    ['redis scripts/call', (r) => r.scriptCallsPerCall.toFixed(3)],
+    ['p50 ms', (r) => r.p50Ms.toFixed(1)],
+    ['p99 ms', (r) => r.p99Ms.toFixed(1)],
+    ['late', (r) => String(r.late)],
+    ['503s', (r) => String(r.status503)],
+    ['grants/limit', (r) => `${r.grants}/${r.limit}`],
+    ['retries recv/grants', (r) => `${r.retriesReceived}/${r.grants}`],
+  ];
+  const cells = [columns.map(([title]) => title), ...rows.map((row) => columns.map(([, cell]) => cell(row)))];
+  const widths = columns.map((_, i) => Math.max(...cells.map((line) => line[i].length)));
+  for (const line of cells) console.log(line.map((cell, i) => cell.padStart(widths[i])).join('  '));
+}
+
+async function main() {
+  const options = readOptions();
+  const startedAt = Date.now();
+  const dir = await mkdtemp(join(os.tmpdir(), 'sluice-storm-'));
+  const stop = () => killAllChildrenNow();
+  process.on('exit', stop);
+  const dependency = { server: await startDependency() };
+  const redis = await startRedis();
+  const rows = [];
+  try {
+    const names = options.processes.flatMap((m) => MODES.map((mode) => `${mode.name}-${m}`));
+    const coordinators = await startCoordinators(redis.url, names, dir);
+    for (const processes of options.processes) {
+      const callers = Array.from({ length: processes }, (_, i) =>
+        track(
+          fork(fileURLToPath(import.meta.url), ['--caller'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] }),
+          `caller-${i}`,
+        ),
+      );
+      await Promise.all(callers.map((child) => nextMessage(child, 'up')));
+      for (const mode of MODES) {
+        rows.push(await runOne({ callers, coordinators, redis: redis.client, dependency, calls: options.calls, mode }));
+      }
+      callers.forEach((child) => child.kill('SIGTERM'));
+      await Promise.all(callers.map((child) => child.exited));
+    }
+  } finally {
+    redis.client.disconnect();
+    await dependency.server.close();
+    await stopAllChildren();
+    await rm(dir, { recursive: true, force: true });
+  }
+  printTable(rows);
+  console.log(
+    `(${((Date.now() - startedAt) / 1000).toFixed(1)} s; decision latency from the dependency's 503s to each decision)`,
+  );
+  const results = join(HERE, 'results');
+  await mkdir(results, { recursive: true });
+  const file = join(results, `storm-${new Date(startedAt).toISOString().replaceAll(':', '-')}.json`);
+  await writeFile(file, JSON.stringify({ options, policy: POLICY, rows }, null, 2));
+  console.log(`results: ${file}`);
+}
+
+if (process.argv[2] === '--caller') await caller();
+else await main();
