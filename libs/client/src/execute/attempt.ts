@@ -16,15 +16,18 @@ export class Attempt implements AttemptContext, Expiring {
   /** Set once the attempt's outcome has been counted. */
   settled = false;
   /** Cancels the attempt when the caller's signal aborts (set while it listens). */
-  onCallerAbort: (() => void) | undefined;
+  onCallerAbort: (() => void) | undefined = undefined;
   expiresAt: number;
   watchToken = 0;
-  private controller: AbortController | undefined;
-  private abortReason: unknown;
-  /** Ends the attempt with a failure while it runs (its timeout, its cancellation); set by {@link sendAttempt}. */
-  fail: ((reason: unknown) => void) | undefined;
+  private controller: AbortController | undefined = undefined;
+  private abortReason: unknown = undefined;
   /** Set once the attempt has ended, whichever way came first. */
   ended = false;
+  // Set by sendAttempt while its work runs: the promise it returned, and how the attempt goes on.
+  // Every field is set in the constructor, so that all attempts share one shape.
+  private settle: ((value: unknown) => void) | undefined = undefined;
+  private onValue: AttemptEnding<unknown> | undefined = undefined;
+  private onFailure: AttemptEnding<unknown> | undefined = undefined;
 
   constructor(
     /** The policy and the call it is an attempt of, and the caller's function it runs. */
@@ -66,14 +69,35 @@ export class Attempt implements AttemptContext, Expiring {
   expire(): void {
     const error = new AttemptTimeoutError(this.deadlineMs);
     this.abort(error);
-    this.fail?.(error);
+    this.fail(error);
   }
 
   /** Ends the attempt as abandoned (a lost hedge, the caller's abort): aborted, failed with `reason`, no outcome counted. */
   cancel(reason: unknown): void {
     this.abandoned = true;
     this.abort(reason);
-    this.fail?.(reason);
+    this.fail(reason);
+  }
+
+  /** @internal How {@link sendAttempt} goes on once the work it watches is under way. */
+  watch(settle: (value: unknown) => void, onValue: AttemptEnding<unknown>, onFailure: AttemptEnding<unknown>): void {
+    this.settle = settle;
+    this.onValue = onValue;
+    this.onFailure = onFailure;
+  }
+
+  /** The work answered `value`: unless the attempt already ended, it ends with it. */
+  answer(value: unknown): void {
+    if (this.ended || this.settle === undefined) return;
+    this.ended = true;
+    this.settle(this.onValue!(this, value));
+  }
+
+  /** The attempt failed with `error` (the work's failure, its timeout, its cancellation): unless it already ended, it ends with it. */
+  fail(error: unknown): void {
+    if (this.ended || this.settle === undefined) return;
+    this.ended = true;
+    this.settle(this.onFailure!(this, error));
   }
 
   private abort(reason: unknown): void {
@@ -110,17 +134,19 @@ export function sendAttempt<R>(
     return Promise.resolve(onValue(attempt, result));
   }
   timeouts.add(attempt);
-  return new Promise<R>((resolve) => {
-    const fail = (error: unknown) => {
-      if (attempt.ended) return;
-      attempt.ended = true;
-      resolve(onFailure(attempt, error));
-    };
-    attempt.fail = fail;
-    (result as PromiseLike<unknown>).then((value) => {
-      if (attempt.ended) return;
-      attempt.ended = true;
-      resolve(onValue(attempt, value));
-    }, fail);
-  });
+  const settled = new Promise<R>(takeResolve);
+  attempt.watch(taken!, onValue, onFailure);
+  (result as PromiseLike<unknown>).then(
+    (value) => attempt.answer(value),
+    (error) => attempt.fail(error),
+  );
+  return settled;
+}
+
+/** The resolve function of the promise being made, from {@link takeResolve}. */
+let taken: ((value: unknown) => void) | undefined;
+
+/** The executor of every attempt's promise (one function, no closure per attempt): it hands out the promise's resolve. */
+function takeResolve(resolve: (value: never) => void): void {
+  taken = resolve as (value: unknown) => void;
 }
