@@ -30,6 +30,8 @@ const MODES = [
   { name: 'coalesced', coalesce: true },
 ];
 const now = () => performance.timeOrigin + performance.now();
+/** The storm's first attempts that have not all come by then fail anyway, this long after the first (a starved machine). */
+const RELEASE_AFTER_MS = 3000;
 
 // ---------------------------------------------------------------------------------------------
 // One caller process: a Sluice client per run, K calls at once on cue, what each ended with.
@@ -97,7 +99,15 @@ function readOptions() {
 
 /** The scripted dependency: the storm's first attempts are held until all have come, then all answered 503. */
 async function startDependency() {
-  const state = { expected: Infinity, held: [], firstAttempts: 0, retries: 0, releasedAt: 0 };
+  const state = {
+    expected: Infinity,
+    held: [],
+    firstAttempts: 0,
+    retries: 0,
+    releasedAt: 0,
+    atOnce: 0,
+    timer: undefined,
+  };
   const fail = (res) => res.writeHead(503, { 'content-type': 'text/plain' }).end('down');
   const server = createServer((req, res) => {
     if (req.url === '/warm') return res.end('ok');
@@ -109,18 +119,23 @@ async function startDependency() {
     }
     state.firstAttempts++;
     state.held.push(res);
-    if (state.held.length >= state.expected) {
-      state.releasedAt = now();
-      state.held.splice(0).forEach(fail);
-    }
+    if (state.held.length === 1) state.timer = setTimeout(release, RELEASE_AFTER_MS);
+    if (state.held.length >= state.expected) release();
   });
+  /** Every held first attempt fails now (all of the storm's, or those that came within RELEASE_AFTER_MS). */
+  const release = () => {
+    clearTimeout(state.timer);
+    if (state.releasedAt === 0) state.releasedAt = now();
+    state.atOnce += state.held.length;
+    state.held.splice(0).forEach(fail);
+  };
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return {
     url: `http://127.0.0.1:${server.address().port}`,
     state,
     arm(expected) {
-      Object.assign(state, { expected, held: [], firstAttempts: 0, retries: 0, releasedAt: 0 });
+      Object.assign(state, { expected, held: [], firstAttempts: 0, retries: 0, releasedAt: 0, atOnce: 0 });
     },
     close: () => {
       server.closeAllConnections();
@@ -190,11 +205,16 @@ async function startCoordinators(redisUrl, dependencies, dir) {
 
 /** The coordinators' HTTP requests for `dependency`'s decisions and in all, their 503s, and the grants. */
 async function coordinatorCounts(urls, dependency) {
-  const counts = { requests: 0, decisionRequests: 0, status503: 0, granted: 0 };
+  const counts = { requests: 0, decisionRequests: 0, status503: 0, granted: 0, over50ms: 0 };
   for (const url of urls) {
     const text = await (await fetch(`${url}/metrics`)).text();
     for (const line of text.split('\n')) {
       const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+      const decisionRoute = /route="[^"]*\/(retry|retries)"/.test(line);
+      if (decisionRoute && line.startsWith('sluice_http_request_duration_seconds_bucket{')) {
+        if (line.includes('le="+Inf"')) counts.over50ms += value;
+        if (line.includes('le="0.05"')) counts.over50ms -= value;
+      }
       if (line.startsWith('sluice_http_request_duration_seconds_count{')) {
         const route = /route="([^"]*)"/.exec(line)?.[1] ?? '';
         if (route.startsWith('/metrics') || route.startsWith('/health')) continue;
@@ -252,7 +272,7 @@ async function runOne({ callers, coordinators, redis, dependency, calls, mode })
   const results = await Promise.all(done);
   await sleep(200); // the last reports land
   const after = { ...(await coordinatorCounts(coordinators, name)), scripts: await scriptCalls(redis) };
-  const { releasedAt, retries } = dependency.server.state;
+  const { releasedAt, retries, atOnce } = dependency.server.state;
   const latencies = results
     .flatMap((r) => r.decidedAt)
     .map((at) => at - releasedAt)
@@ -264,6 +284,7 @@ async function runOne({ callers, coordinators, redis, dependency, calls, mode })
     configuration: `${callers.length}×${calls}`,
     mode: mode.name,
     failedCalls,
+    failedAtOnce: atOnce,
     decisionRequestsPerCall: (after.decisionRequests - before.decisionRequests) / failedCalls,
     coordinatorRequestsPerCall: (after.requests - before.requests) / failedCalls,
     scriptCallsPerCall: (after.scripts - before.scripts) / failedCalls,
@@ -271,6 +292,7 @@ async function runOne({ callers, coordinators, redis, dependency, calls, mode })
     p99Ms: percentile(latencies, 0.99),
     late: byEnd.coordinator_unavailable ?? 0,
     status503: after.status503 - before.status503,
+    coordinatorOver50ms: after.over50ms - before.over50ms,
     grants,
     limit: POLICY.retryBudget.minRetriesPerSecond * POLICY.retryBudget.windowSeconds,
     retriesReceived: retries,
@@ -282,12 +304,14 @@ function printTable(rows) {
   const columns = [
     ['config', (r) => r.configuration],
     ['asking', (r) => r.mode],
+    ['failed at once', (r) => `${r.failedAtOnce}/${r.failedCalls}`],
     ['decision req/call', (r) => r.decisionRequestsPerCall.toFixed(3)],
     ['coord req/call', (r) => r.coordinatorRequestsPerCall.toFixed(3)],
     ['redis scripts/call', (r) => r.scriptCallsPerCall.toFixed(3)],
     ['p50 ms', (r) => r.p50Ms.toFixed(1)],
     ['p99 ms', (r) => r.p99Ms.toFixed(1)],
     ['late', (r) => String(r.late)],
+    ['coord >50ms', (r) => String(r.coordinatorOver50ms)],
     ['503s', (r) => String(r.status503)],
     ['grants/limit', (r) => `${r.grants}/${r.limit}`],
     ['retries recv/grants', (r) => `${r.retriesReceived}/${r.grants}`],
