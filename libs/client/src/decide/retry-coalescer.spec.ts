@@ -1,0 +1,97 @@
+import type { RetryAsk, RetryDecision, RetryRequest } from '@sluice/protocol';
+import { CoordinatorUnavailableError } from '../errors';
+import { RetryCoalescer, type RetryAsking } from './retry-coalescer';
+
+const TIMEOUTS = { timeoutMs: 1000, reAskWithinMs: 50 };
+
+/** A decision that says which ask it answers. */
+const answer = (ask: RetryRequest): RetryDecision => ({
+  allow: true,
+  reason: 'granted',
+  delayMs: ask.attempt,
+  budget: { retries: 0, requests: 0, limit: 0, windowSeconds: 10 },
+  breaker: { state: 'closed' },
+  shadow: false,
+});
+
+/** A coordinator that records what it was asked; `refuse` says which batches it answers 400. */
+function coordinator(refuse: (asks: RetryAsk[]) => boolean = () => false) {
+  const batches: RetryAsk[][] = [];
+  const singles: Array<{ dep: string; request: RetryRequest }> = [];
+  const transport: RetryAsking = {
+    retries: async (asks) => {
+      batches.push(asks);
+      if (refuse(asks)) throw new CoordinatorUnavailableError('asks.1.attempt must be ≥ 1', { status: 400 });
+      return { decisions: asks.map(answer) };
+    },
+    retry: async (dep, request) => {
+      singles.push({ dep, request });
+      if (request.attempt < 1) throw new CoordinatorUnavailableError('attempt must be ≥ 1', { status: 400 });
+      return answer(request);
+    },
+  };
+  return { transport, batches, singles };
+}
+
+const settle = (promises: Array<Promise<RetryDecision>>) =>
+  Promise.all(
+    promises.map((p) =>
+      p.then(
+        (d) => d.delayMs,
+        (e: CoordinatorUnavailableError) => e.status,
+      ),
+    ),
+  );
+
+describe('RetryCoalescer', () => {
+  it('sends the asks of one window as one batch, each with its own requestId, answered in order', async () => {
+    const { transport, batches, singles } = coordinator();
+    const coalescer = new RetryCoalescer(transport);
+
+    const delays = await settle([1, 2, 3].map((attempt) => coalescer.retry(`dep-${attempt}`, { attempt }, TIMEOUTS)));
+
+    expect(delays).toEqual([1, 2, 3]);
+    expect(singles).toEqual([]);
+    expect(batches).toHaveLength(1);
+    expect(batches[0].map((ask) => ask.dep)).toEqual(['dep-1', 'dep-2', 'dep-3']);
+    expect(new Set(batches[0].map((ask) => ask.requestId)).size).toBe(3);
+  });
+
+  it('sends a lone ask as POST …/retry', async () => {
+    const { transport, batches, singles } = coordinator();
+    await new RetryCoalescer(transport).retry('dep', { attempt: 1 }, TIMEOUTS);
+
+    expect(batches).toEqual([]);
+    expect(singles.map((s) => s.dep)).toEqual(['dep']);
+  });
+
+  it('a batch refused as a whole (400) is asked ask by ask with the same ids: each gets its own answer', async () => {
+    const { transport, batches, singles } = coordinator(() => true);
+    const coalescer = new RetryCoalescer(transport);
+
+    const outcomes = await settle([1, 0, 2].map((attempt) => coalescer.retry('dep', { attempt }, TIMEOUTS)));
+
+    expect(outcomes).toEqual([1, 400, 2]);
+    expect(singles.map((s) => s.request.requestId)).toEqual(batches[0].map((ask) => ask.requestId));
+  });
+
+  it('any other failure of the batch is every ask’s failure, asked nothing more', async () => {
+    const { transport, singles } = coordinator();
+    transport.retries = async () => {
+      throw new CoordinatorUnavailableError('store down', { status: 503, code: 'store_unavailable' });
+    };
+    const coalescer = new RetryCoalescer(transport);
+
+    expect(await settle([1, 2].map((attempt) => coalescer.retry('dep', { attempt }, TIMEOUTS)))).toEqual([503, 503]);
+    expect(singles).toEqual([]);
+  });
+
+  it('splits beyond 1,000 asks', async () => {
+    const { transport, batches } = coordinator();
+    const coalescer = new RetryCoalescer(transport);
+
+    await settle(Array.from({ length: 1500 }, () => coalescer.retry('dep', { attempt: 1 }, TIMEOUTS)));
+
+    expect(batches.map((batch) => batch.length)).toEqual([1000, 500]);
+  });
+});
