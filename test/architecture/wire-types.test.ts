@@ -31,6 +31,8 @@ const NOT_WIRE_SHAPES: Record<string, string> = {
   'libs/client/src/events.ts Event': 'the SDK\u2019s listener registration function (cockatiel style)',
   'libs/client/src/policy-events.ts RetryEvent': 'an in-process SDK event (onRetry), never sent',
   'libs/client/src/policy-events.ts GiveUpEvent': 'an in-process SDK event (onGiveUp), never sent',
+  'libs/client/src/fleet/coordinator-link.ts ConfigErrorEvent': 'an in-process SDK event (onConfigError), never sent',
+  'libs/client/src/decide/decider.ts NoDecision': 'the SDK\u2019s own answer when nobody may decide, never sent',
   'libs/client/src/idempotency/fastify.ts FastifyLikeRequest': 'a structural view of a Fastify request',
   'libs/client/src/idempotency/engine.ts IdempotencyDecision': 'the server middleware\u2019s local decision',
 };
