@@ -44,6 +44,8 @@ if (mode === 'claim') {
   const [leaseMs, behaviour] = rest;
   const idempotent = expressIdempotency(client, {
     leaseMs: Number(leaseMs),
+    // This handler reconciles a recovered key (it reads idempotencyOf(request).recovered), so it opts in.
+    onRecovered: 'run',
     onError: (error) => emit({ event: 'error', error: String(error) }),
   });
   let runs = 0;
