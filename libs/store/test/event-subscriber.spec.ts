@@ -1,6 +1,8 @@
 import { Redis } from 'ioredis';
 import { createRedisSubscriber, type StoreEvent } from '../src';
 import { RedisEventSubscriber } from '../src/redis/event-subscriber';
+import { StoreUnavailableError } from '../src/errors';
+import { findFreePorts } from '../../../test/support/ports';
 import { RedisServerProcess, redisCli, waitUntil } from '../../../test/support/redis-server';
 
 /** A private server: its pub/sub connections are cut and its ACL changed here, never the shared one's. */
@@ -95,5 +97,41 @@ describe('RedisEventSubscriber', () => {
     expect(await subscribersOf(name)).toBe(1);
     await expectDelivered(name, events);
     subscriber.close();
+  });
+
+  it('answers store unavailable, not never, when no Redis answers the SSUBSCRIBE', async () => {
+    const [port] = await findFreePorts(1);
+    const subscriber = new RedisEventSubscriber(
+      createRedisSubscriber({ url: `redis://127.0.0.1:${port}`, commandTimeoutMs: 2000 }),
+    );
+    // Nothing listens on the port: the SSUBSCRIBE waits in ioredis's offline queue until the bound.
+    await expect(subscriber.subscribe(channel(), () => undefined)).rejects.toBeInstanceOf(StoreUnavailableError);
+    subscriber.close();
+  });
+
+  it('answers store unavailable while Redis is stalled, and subscribes once it is back', async () => {
+    const stalled = await RedisServerProcess.start();
+    try {
+      const subscriber = new RedisEventSubscriber(createRedisSubscriber({ url: stalled.url, commandTimeoutMs: 2000 }));
+      const name = channel();
+      await subscriber.subscribe(channel(), () => undefined); // connected and working
+      stalled.pause();
+      await expect(subscriber.subscribe(name, () => undefined)).rejects.toBeInstanceOf(StoreUnavailableError);
+      stalled.resume();
+      const events: StoreEvent[] = [];
+      await subscriber.subscribe(name, (event) => events.push(event));
+      const stalledPublisher = new Redis(stalled.url, { protocol: 2 });
+      await stalledPublisher.call('SPUBLISH', name, JSON.stringify(breakerEvent));
+      stalledPublisher.disconnect();
+      await waitUntil(
+        () => events.some((event) => event.type === 'breaker'),
+        2000,
+        () => `nothing arrived on ${name}`,
+      );
+      subscriber.close();
+    } finally {
+      stalled.resume();
+      await stalled.cleanup();
+    }
   });
 });

@@ -1,7 +1,10 @@
 import type { EventHandler, StoreEvent, Unsubscribe } from '../store';
+import { StoreUnavailableError } from '../errors';
 import type { RedisClient } from './connection';
 
 const UNSUBSCRIBE_TIMEOUT_MS = 1000;
+/** A subscribe waits at most this long for Redis to confirm it: a Redis down or stalled must not hang a stream. */
+const SUBSCRIBE_TIMEOUT_MS = 1000;
 /** A resubscription Redis refused, on a connection that stays up, is asked again after this. */
 const RESUBSCRIBE_RETRY_MS = 500;
 /** Told to every handler once a lost subscription is back: events may have been missed meanwhile. */
@@ -47,7 +50,10 @@ export class RedisEventSubscriber {
   async subscribe(channel: string, handler: EventHandler): Promise<Unsubscribe> {
     let entry = this.channels.get(channel);
     if (!entry) {
-      entry = { handlers: new Set(), confirmed: this.subscriber.ssubscribe(channel).then(() => undefined) };
+      const confirmed = withTimeout(this.subscriber.ssubscribe(channel), SUBSCRIBE_TIMEOUT_MS).catch((error) => {
+        throw new StoreUnavailableError(`SSUBSCRIBE ${channel}: ${(error as Error).message}`);
+      });
+      entry = { handlers: new Set(), confirmed: confirmed.then(() => undefined) };
       this.channels.set(channel, entry);
     }
     // Added before the confirmation, so a message right behind it is not missed.
