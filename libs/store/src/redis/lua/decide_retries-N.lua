@@ -34,19 +34,7 @@ local rcall = redis.call
 --- @include "retry_after"
 --- @include "retry_ask"
 
-local second, nowMs = serverTime()
-local dep = {
-  budgetKey = KEYS[1],
-  latencyKey = KEYS[3],
-  ratio = tonumber(ARGV[1]),
-  minRetriesPerSecond = tonumber(ARGV[2]),
-  windowSeconds = tonumber(ARGV[3]),
-  latencyWindowSeconds = tonumber(ARGV[6]),
-  keepMs = tonumber(ARGV[7]),
-  second = second,
-  nowMs = nowMs,
-  breaker = breakerNow(KEYS[2], nowMs, ARGV[4], ARGV[5]),
-}
+local dep = retryDependency(ARGV[1], ARGV[2], ARGV[3], ARGV[6], ARGV[7], ARGV[4], ARGV[5])
 local reply = {}
 for i = 1, #KEYS - 3 do
   local at = 8 + 4 * (i - 1)

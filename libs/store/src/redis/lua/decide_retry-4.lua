@@ -41,17 +41,5 @@ local rcall = redis.call
 --- @include "retry_after"
 --- @include "retry_ask"
 
-local second, nowMs = serverTime()
-local dep = {
-  budgetKey = KEYS[1],
-  latencyKey = KEYS[3],
-  ratio = tonumber(ARGV[1]),
-  minRetriesPerSecond = tonumber(ARGV[2]),
-  windowSeconds = tonumber(ARGV[3]),
-  latencyWindowSeconds = tonumber(ARGV[8]),
-  keepMs = tonumber(ARGV[10]),
-  second = second,
-  nowMs = nowMs,
-  breaker = breakerNow(KEYS[2], nowMs, ARGV[6], ARGV[7]),
-}
+local dep = retryDependency(ARGV[1], ARGV[2], ARGV[3], ARGV[8], ARGV[10], ARGV[6], ARGV[7])
 return breakerReply(dep.breaker, retryAsk(dep, tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[9], KEYS[4]))

@@ -13,7 +13,27 @@
 
   retryBudgetRead(dep) answers an ask decided before the store (not_retriable, max_attempts, …):
   { 0, retries, requests, limit, 0, -1 }, the budget as read_dependency-4.lua would read it now.
+
+  retryDependency(...) builds `dep` from KEYS[1] (budget window), KEYS[2] (breaker) and KEYS[3]
+  (latency window), which both scripts share, and the policy arguments they pass at their own places.
+  Needs the clock include too.
 ]]
+local function retryDependency(ratio, minRetriesPerSecond, windowSeconds, latencyWindowSeconds, keepMs, channel, name)
+  local second, nowMs = serverTime()
+  return {
+    budgetKey = KEYS[1],
+    latencyKey = KEYS[3],
+    ratio = tonumber(ratio),
+    minRetriesPerSecond = tonumber(minRetriesPerSecond),
+    windowSeconds = tonumber(windowSeconds),
+    latencyWindowSeconds = tonumber(latencyWindowSeconds),
+    keepMs = tonumber(keepMs),
+    second = second,
+    nowMs = nowMs,
+    breaker = breakerNow(KEYS[2], nowMs, channel, name),
+  }
+end
+
 local function retryBudgetSums(dep)
   if not dep.sums then
     dep.sums = windowSum(dep.budgetKey, BUDGET_FIELDS, dep.second, dep.windowSeconds)
