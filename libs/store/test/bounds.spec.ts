@@ -40,7 +40,7 @@ describe('RedisStore memory per dependency', () => {
   });
   afterAll(async () => {
     await deleteKeysWithPrefix(client, prefix);
-    client.disconnect();
+    await store.close();
   });
 
   it('keeps only the latency counters that are not zero', async () => {

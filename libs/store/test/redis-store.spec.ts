@@ -29,7 +29,7 @@ describe('RedisStore keys', () => {
   });
   afterAll(async () => {
     await deleteKeysWithPrefix(client, prefix);
-    client.disconnect();
+    await store.close();
   });
 
   it('keeps every key of a dependency under one hash tag, each with a TTL of about one window', async () => {
@@ -112,7 +112,7 @@ describe('RedisStore keys', () => {
     void slow.blpop(`${prefix}:never`, 1).catch(() => undefined);
     // Without the store timeout this ping would succeed once BLPOP gives up after 1 s.
     await expect(blocked.ping()).rejects.toMatchObject({ name: 'StoreUnavailableError' });
-    slow.disconnect();
+    await blocked.close();
   });
 });
 describeMergedReportsConformance('RedisStore (standalone)', () =>

@@ -10,6 +10,9 @@ import {
   type ScriptReplies,
 } from './scripts';
 
+/** The probe connection's name in CLIENT LIST. */
+export const PROBE_CONNECTION_NAME = 'sluice-probe';
+
 /**
  * Runs the Lua scripts on one client, each call bounded by the reply deadline of the connection
  * its first key travels on. The one way RedisStore's parts reach Redis.
@@ -18,7 +21,10 @@ export class ScriptRunner {
   private readonly deadline: ReplyDeadline;
   /**
    * A connection of its own for PING, asked when the scripts' connection goes silent (standalone
-   * only: on a Cluster a silent node's calls fail on its silence). Opened on first need.
+   * only: on a Cluster a silent node's calls fail on its silence). Opened with the first call, so
+   * that when a burst makes the scripts' connection look silent, the probe is one round trip on a
+   * connection already open, not a connect and a ready check inside the timeout. Like the
+   * scripts' connection it queues nothing while disconnected: a probe then fails at once.
    */
   private prober?: Redis;
 
@@ -26,20 +32,9 @@ export class ScriptRunner {
     readonly client: RedisClient,
     timeoutMs: number,
   ) {
-    const probe = client instanceof Cluster ? undefined : () => this.probeConnection(client)?.ping();
+    const probe = client instanceof Cluster ? undefined : () => this.prober?.ping();
     this.deadline = new ReplyDeadline(timeoutMs, undefined, probe);
     defineScripts(client);
-  }
-
-  /**
-   * The probe connection; undefined (no answer) while an opened one is not ready, so PINGs never
-   * pile up in its queue through an outage. Its first PING waits for it to connect (bounded by the
-   * probe's own timeout).
-   */
-  private probeConnection(client: Redis): Redis | undefined {
-    if (this.prober) return this.prober.status === 'ready' ? this.prober : undefined;
-    this.prober = client.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true });
-    return this.prober;
   }
 
   /** Closes the probe connection (the client is its owner's to close). */
@@ -65,6 +60,16 @@ export class ScriptRunner {
 
   /** Bounds one operation by the store timeout and turns any failure into StoreUnavailableError. */
   guard<T>(operation: Promise<T>, firstKey?: string): Promise<T> {
+    const { client } = this;
+    if (this.prober === undefined && !(client instanceof Cluster)) {
+      this.prober = client.duplicate({
+        enableAutoPipelining: false,
+        enableOfflineQueue: false,
+        connectionName: PROBE_CONNECTION_NAME,
+      });
+      // Its failures are the scripts' connection's too, which reports them; a failed PING is the answer.
+      this.prober.on('error', () => undefined);
+    }
     return this.deadline.guard(operation, firstKey === undefined ? '' : this.connectionOf(firstKey));
   }
 
