@@ -14,3 +14,4 @@ export * from './dependency-decisions';
 export * from './deliveries';
 export * from './registry';
 export * from './versioned-documents';
+export * from './pending-reads';

@@ -1,3 +1,4 @@
+import { afterPendingReads } from '@sluice/core';
 import { ATTEMPT_HEADER, DEADLINE_HEADER, IDEMPOTENCY_KEY_HEADER } from '@sluice/protocol';
 import { AttemptTimeoutError } from '../errors';
 import type { AttemptContext } from '../execute-options';
@@ -65,11 +66,18 @@ export class Attempt implements AttemptContext, Expiring {
     return headers;
   }
 
-  /** The timeout passed: the attempt is aborted and fails with an {@link AttemptTimeoutError}. */
+  /**
+   * The timeout passed: the attempt is aborted and fails with an {@link AttemptTimeoutError};
+   * unless its answer, there before the timeout but unread behind a busy turn of the event loop,
+   * is read first.
+   */
   expire(): void {
-    const error = new AttemptTimeoutError(this.deadlineMs);
-    this.abort(error);
-    this.fail(error);
+    afterPendingReads(() => {
+      if (this.ended) return;
+      const error = new AttemptTimeoutError(this.deadlineMs);
+      this.abort(error);
+      this.fail(error);
+    });
   }
 
   /** Ends the attempt as abandoned (a lost hedge, the caller's abort): aborted, failed with `reason`, no outcome counted. */

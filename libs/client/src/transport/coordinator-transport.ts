@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { timeoutAfterPendingReads } from '@sluice/core';
 import type {
   AdmitDecision,
   AdmitRequest,
@@ -181,7 +182,7 @@ export class CoordinatorTransport {
 
   /** Reads an answer: a 2xx one's JSON body (nothing when `expectEmpty`), else a ConfigError (401, 403) or a CoordinatorUnavailableError. */
   private async parse<T>(response: IncomingMessage, timeoutMs: number, expectEmpty = false): Promise<T> {
-    const timer = setTimeout(() => response.destroy(timeoutError(timeoutMs)), timeoutMs);
+    const timer = timeoutAfterPendingReads(timeoutMs, () => response.destroy(timeoutError(timeoutMs)));
     try {
       const text = (await readBody(response)).toString('utf8');
       const status = response.statusCode ?? 0;
@@ -197,7 +198,7 @@ export class CoordinatorTransport {
     } catch (error) {
       throw isConfigError(error) ? error : asUnavailable(error);
     } finally {
-      clearTimeout(timer);
+      timer.cancel();
     }
   }
 

@@ -3,6 +3,7 @@ import * as http from 'node:http';
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import * as https from 'node:https';
 import type { Socket } from 'node:net';
+import { timeoutAfterPendingReads, type PendingReadsTimer } from '@sluice/core';
 
 /** Raised when the TCP (or TLS) connection is not made within the connect timeout. */
 export class ConnectTimeoutError extends Error {
@@ -61,16 +62,17 @@ export function send(url: URL, options: SendOptions): Promise<IncomingMessage> {
       headers: options.headers,
       agent: secure ? options.agents.https : options.agents.http,
     });
-    let connectTimer: NodeJS.Timeout | undefined;
+    // Both timeouts let what arrived meanwhile be read first: a busy event loop is not a slow peer.
+    let connectTimer: PendingReadsTimer | undefined;
     const headTimeoutMs = options.headTimeoutMs;
     const headTimer =
       headTimeoutMs === undefined
         ? undefined
-        : setTimeout(() => request.destroy(new HeadTimeoutError(headTimeoutMs)), headTimeoutMs);
+        : timeoutAfterPendingReads(headTimeoutMs, () => request.destroy(new HeadTimeoutError(headTimeoutMs)));
     const onAbort = () => request.destroy(signal!.reason);
     const cleanup = () => {
-      if (connectTimer) clearTimeout(connectTimer);
-      if (headTimer) clearTimeout(headTimer);
+      connectTimer?.cancel();
+      headTimer?.cancel();
       signal?.removeEventListener('abort', onAbort);
     };
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -78,8 +80,8 @@ export function send(url: URL, options: SendOptions): Promise<IncomingMessage> {
       const timeoutMs = options.connectTimeoutMs;
       request.once('socket', (socket: Socket) => {
         if (!socket.connecting) return;
-        connectTimer = setTimeout(() => request.destroy(new ConnectTimeoutError(timeoutMs)), timeoutMs);
-        socket.once(secure ? 'secureConnect' : 'connect', () => clearTimeout(connectTimer));
+        connectTimer = timeoutAfterPendingReads(timeoutMs, () => request.destroy(new ConnectTimeoutError(timeoutMs)));
+        socket.once(secure ? 'secureConnect' : 'connect', () => connectTimer?.cancel());
       });
     }
     request.once('response', (response) => {

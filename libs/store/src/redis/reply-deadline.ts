@@ -1,3 +1,4 @@
+import { afterPendingReads } from '@sluice/core';
 import { StoreUnavailableError } from '../errors';
 
 /**
@@ -123,9 +124,4 @@ export class ReplyDeadline {
     }
     return pending;
   }
-}
-
-/** Runs `check` after the event loop has polled its sockets twice more. */
-function afterPendingReads(check: () => void): void {
-  setImmediate(() => setImmediate(check));
 }
