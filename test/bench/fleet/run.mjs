@@ -42,7 +42,8 @@ if (options.help) {
 }
 const POLICY = runPolicy(options);
 const outDir = options.outDir ?? join(HERE, 'results');
-const chartFile = options.chart ?? join(HERE, options.breakers ? 'fleet.svg' : 'fleet-budgets.svg');
+// The charts the docs show are tracked: a run writes over one only when --chart names it.
+const chartFile = options.chart ?? join(outDir, options.breakers ? 'fleet.svg' : 'fleet-budgets.svg');
 
 // ---------------------------------------------------------------------------------------------
 // Child processes: every one is tracked, and none outlives the benchmark.

@@ -181,4 +181,4 @@ export const USAGE = `npm run bench:fleet -- [options]   (each also as an enviro
   --store-timeout-ms 50      FLEET_STORE_TIMEOUT_MS     the coordinators' SLUICE_STORE_TIMEOUT_MS (default: the service's)
   --redis-url URL            FLEET_REDIS_URL            the Redis both coordinators share (keys under a unique prefix)
   --out DIR                  FLEET_OUT                  raw series (default test/bench/fleet/results)
-  --chart FILE               FLEET_CHART                the SVG chart (default test/bench/fleet/fleet.svg)`;
+  --chart FILE               FLEET_CHART                the SVG chart (default fleet.svg in --out; the docs' chart: --chart test/bench/fleet/fleet.svg)`;
