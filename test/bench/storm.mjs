@@ -1,8 +1,11 @@
 // The retry storm: M caller processes, each with K calls that all fail at the same instant against a
 // scripted dependency (503 during the storm), through the built SDK, against two built coordinators on
 // one private Redis. Per configuration and in one run: per-call asking (coalesceRetryAsks: false)
-// beside coalesced asks with held denials. Run with `npm run bench:storm` (builds dist/ first);
-// `--processes 8,32 --calls 50`. Results go to test/bench/results/storm-<time>.json (ignored).
+// beside coalesced asks with held denials; then, per M, a steady phase in which every process calls
+// a healthy dependency and reports at the SDK's interval: the reports received per second beside the
+// record_outcomes script calls per second on that dependency's slot. Run with `npm run bench:storm`
+// (builds dist/ first); `--processes 8,32 --calls 50,200`. Results go to
+// test/bench/results/storm-<time>.json (ignored).
 import { fork, spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { once } from 'node:events';
@@ -40,6 +43,7 @@ async function caller() {
   const require = createRequire(import.meta.url);
   const { Sluice, isGiveUpError } = require(join(ROOT, 'dist/libs/client/src/index.js'));
   process.on('message', async (message) => {
+    if (message.type === 'steady') return steady(Sluice, message);
     if (message.type !== 'run') return;
     const { baseUrls, dependency, dependencyUrl, calls, coalesce } = message;
     const sluice = new Sluice({
@@ -82,6 +86,27 @@ async function caller() {
   process.send({ type: 'up' });
 }
 
+/**
+ * The steady phase of one caller: a call every `everyMs` for `ms` to a healthy dependency, so the
+ * client reports at its own interval, as every pod of a fleet does.
+ */
+async function steady(Sluice, { baseUrls, dependency, dependencyUrl, ms, everyMs }) {
+  const sluice = new Sluice({ baseUrls, namespace: NAMESPACE, logger: false });
+  const dep = sluice.dependency(dependency, { idempotent: true });
+  await dep.fetch(`${dependencyUrl}/ok`).then((response) => response.arrayBuffer());
+  process.send({ type: 'ready' });
+  await once(process, 'message');
+  const calls = [];
+  const endAt = Date.now() + ms;
+  while (Date.now() < endAt) {
+    calls.push(dep.fetch(`${dependencyUrl}/ok`).then((response) => response.arrayBuffer()));
+    await sleep(everyMs);
+  }
+  await Promise.allSettled(calls);
+  await sluice.close();
+  process.send({ type: 'done' });
+}
+
 // ---------------------------------------------------------------------------------------------
 // The run.
 
@@ -93,7 +118,7 @@ function readOptions() {
   };
   return {
     processes: value('--processes', '8,32').split(',').map(Number),
-    calls: Number(value('--calls', '50')),
+    calls: value('--calls', '50,200').split(',').map(Number),
   };
 }
 
@@ -110,7 +135,7 @@ async function startDependency() {
   };
   const fail = (res) => res.writeHead(503, { 'content-type': 'text/plain' }).end('down');
   const server = createServer((req, res) => {
-    if (req.url === '/warm') return res.end('ok');
+    if (req.url === '/warm' || req.url === '/ok') return res.end('ok');
     if (req.url.startsWith('/warm/')) return req.headers['sluice-attempt'] === '1' ? fail(res) : res.end('ok');
     if (!req.url.startsWith('/call/')) return fail(res);
     if (req.headers['sluice-attempt'] !== '1') {
@@ -205,7 +230,15 @@ async function startCoordinators(redisUrl, dependencies, dir) {
 
 /** The coordinators' HTTP requests for `dependency`'s decisions and in all, their 503s, and the grants. */
 async function coordinatorCounts(urls, dependency) {
-  const counts = { requests: 0, decisionRequests: 0, status503: 0, granted: 0, over50ms: 0 };
+  const counts = {
+    requests: 0,
+    decisionRequests: 0,
+    status503: 0,
+    granted: 0,
+    over50ms: 0,
+    reports: 0,
+    reportScripts: 0,
+  };
   for (const url of urls) {
     const text = await (await fetch(`${url}/metrics`)).text();
     for (const line of text.split('\n')) {
@@ -220,7 +253,15 @@ async function coordinatorCounts(urls, dependency) {
         if (route.startsWith('/metrics') || route.startsWith('/health')) continue;
         counts.requests += value;
         if (route.endsWith('/retry') || route.endsWith('/retries')) counts.decisionRequests += value;
+        if (route.endsWith('/reports')) counts.reports += value;
         if (/(status|status_code|code)="503"/.test(line)) counts.status503 += value;
+      }
+      // Every record_outcomes call of the instance: in the steady phase, only its dependency reports.
+      if (
+        line.startsWith('sluice_store_operation_duration_seconds_count{') &&
+        line.includes('operation="recordOutcomes"')
+      ) {
+        counts.reportScripts += value;
       }
       if (
         line.startsWith('sluice_retry_decisions_total{') &&
@@ -254,7 +295,7 @@ const percentile = (sorted, p) =>
 async function runOne({ callers, coordinators, redis, dependency, calls, mode }) {
   const failedCalls = callers.length * calls;
   dependency.server.arm(failedCalls);
-  const name = `${mode.name}-${callers.length}`;
+  const name = stormName(mode, callers.length, calls);
   for (const child of callers) {
     child.send({
       type: 'run',
@@ -300,6 +341,78 @@ async function runOne({ callers, coordinators, redis, dependency, calls, mode })
   };
 }
 
+/** How long the steady phase runs, and how often each caller calls meanwhile. */
+const STEADY_MS = 4000;
+const STEADY_EVERY_MS = 20;
+
+/**
+ * The steady phase: every caller calls a healthy dependency and reports at the SDK's interval; the
+ * reports the coordinators receive per second beside the record_outcomes script calls per second
+ * they make on the dependency's slot (one per report without merging).
+ */
+async function runSteady({ callers, coordinators, dependency }) {
+  const name = `steady-${callers.length}`;
+  for (const child of callers) {
+    child.send({
+      type: 'steady',
+      baseUrls: coordinators,
+      dependency: name,
+      dependencyUrl: dependency.server.url,
+      ms: STEADY_MS,
+      everyMs: STEADY_EVERY_MS,
+    });
+  }
+  await Promise.all(callers.map((child) => nextMessage(child, 'ready')));
+  await sleep(300); // the warm-up's reports land
+  const done = callers.map((child) => nextMessage(child, 'done'));
+  callers.forEach((child) => child.send({ type: 'go' }));
+  // The middle of the phase: every caller is calling and reporting.
+  await sleep(1000);
+  const before = await coordinatorCounts(coordinators, name);
+  const startedAt = performance.now();
+  await sleep(STEADY_MS - 2000);
+  const after = await coordinatorCounts(coordinators, name);
+  const seconds = (performance.now() - startedAt) / 1000;
+  await Promise.all(done);
+  return {
+    processes: callers.length,
+    reportsPerSecond: (after.reports - before.reports) / seconds,
+    scriptsPerSecond: (after.reportScripts - before.reportScripts) / seconds,
+    bound: coordinators.length * (1000 / REPORT_MERGE_WINDOW_MS),
+  };
+}
+
+/** The coordinator's merge window (apps/coordinator/src/budgets/report-merger.ts). */
+const REPORT_MERGE_WINDOW_MS = 20;
+
+function printSteady(rows) {
+  console.log(
+    `\nSteady reporting: each process calls every ${STEADY_EVERY_MS} ms and reports every 200 ms (the SDK's default); ` +
+      'per second, over the middle of the phase:',
+  );
+  const header = [
+    'processes',
+    'reports received',
+    'record_outcomes calls on the slot',
+    `bound (${2} instances × 1 per ${REPORT_MERGE_WINDOW_MS} ms)`,
+  ];
+  const cells = [
+    header,
+    ...rows.map((r) => [
+      String(r.processes),
+      r.reportsPerSecond.toFixed(0),
+      r.scriptsPerSecond.toFixed(0),
+      String(r.bound),
+    ]),
+  ];
+  const widths = header.map((_, i) => Math.max(...cells.map((line) => line[i].length)));
+  for (const line of cells) console.log(line.map((cell, i) => cell.padStart(widths[i])).join('  '));
+  console.log('(without merging, each report is one record_outcomes call on the slot: the middle column)');
+}
+
+/** The dependency of one storm: its own budget, whatever ran before. */
+const stormName = (mode, processes, calls) => `${mode.name}-${processes}x${calls}`;
+
 function printTable(rows) {
   const columns = [
     ['config', (r) => r.configuration],
@@ -307,6 +420,7 @@ function printTable(rows) {
     ['failed at once', (r) => `${r.failedAtOnce}/${r.failedCalls}`],
     ['decision req/call', (r) => r.decisionRequestsPerCall.toFixed(3)],
     ['coord req/call', (r) => r.coordinatorRequestsPerCall.toFixed(3)],
+    ['coord req', (r) => String(Math.round(r.coordinatorRequestsPerCall * r.failedCalls))],
     ['redis scripts/call', (r) => r.scriptCallsPerCall.toFixed(3)],
     ['p50 ms', (r) => r.p50Ms.toFixed(1)],
     ['p99 ms', (r) => r.p99Ms.toFixed(1)],
@@ -330,8 +444,11 @@ async function main() {
   const dependency = { server: await startDependency() };
   const redis = await startRedis();
   const rows = [];
+  const steadyRows = [];
   try {
-    const names = options.processes.flatMap((m) => MODES.map((mode) => `${mode.name}-${m}`));
+    const names = options.processes.flatMap((m) =>
+      options.calls.flatMap((k) => MODES.map((mode) => stormName(mode, m, k))),
+    );
     const coordinators = await startCoordinators(redis.url, names, dir);
     for (const processes of options.processes) {
       const callers = Array.from({ length: processes }, (_, i) =>
@@ -342,8 +459,11 @@ async function main() {
       );
       await Promise.all(callers.map((child) => nextMessage(child, 'up')));
       for (const mode of MODES) {
-        rows.push(await runOne({ callers, coordinators, redis: redis.client, dependency, calls: options.calls, mode }));
+        for (const calls of options.calls) {
+          rows.push(await runOne({ callers, coordinators, redis: redis.client, dependency, calls, mode }));
+        }
       }
+      steadyRows.push(await runSteady({ callers, coordinators, dependency }));
       callers.forEach((child) => child.kill('SIGTERM'));
       await Promise.all(callers.map((child) => child.exited));
     }
@@ -354,13 +474,14 @@ async function main() {
     await rm(dir, { recursive: true, force: true });
   }
   printTable(rows);
+  printSteady(steadyRows);
   console.log(
     `(${((Date.now() - startedAt) / 1000).toFixed(1)} s; decision latency from the dependency's 503s to each decision)`,
   );
   const results = join(HERE, 'results');
   await mkdir(results, { recursive: true });
   const file = join(results, `storm-${new Date(startedAt).toISOString().replaceAll(':', '-')}.json`);
-  await writeFile(file, JSON.stringify({ options, policy: POLICY, rows }, null, 2));
+  await writeFile(file, JSON.stringify({ options, policy: POLICY, rows, steady: steadyRows }, null, 2));
   console.log(`results: ${file}`);
 }
 
