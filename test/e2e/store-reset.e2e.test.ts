@@ -117,6 +117,34 @@ describe('a store reset (Redis restarted without persistence)', () => {
     }
   });
 
+  it('registers the namespace and a dependency again at their next use after a reset, not a minute later', async () => {
+    const [a] = fleet.urls;
+    const ask = () => call(a, 'POST', '/v1/shop/deps/checkout/retry', { attempt: 1, idempotent: true, status: 503 });
+    const listed = async () => {
+      const namespaces = (await call(a, 'GET', '/admin/v1/namespaces')).body.items as Array<{ namespace: string }>;
+      const breakers = (await call(a, 'GET', '/admin/v1/shop/breakers')).body.items as Array<{ dependency: string }>;
+      return {
+        namespace: namespaces.some((item) => item.namespace === 'shop'),
+        dependency: breakers.some((item) => item.dependency === 'checkout'),
+      };
+    };
+    // Registered, and trusted by this instance for a minute.
+    expect((await ask()).status).toBe(200);
+    expect(await listed()).toEqual({ namespace: true, dependency: true });
+    const resets = await metricValue(a, 'sluice_store_resets_total');
+
+    await redis.kill();
+    await redis.start();
+    await within(
+      RECOVERY_BOUND_MS,
+      async () => (await metricValue(a, 'sluice_store_resets_total')) > resets,
+      'the reset is not seen',
+    );
+    // The caller's next ask registers both again in the emptied store.
+    expect((await ask()).status).toBe(200);
+    expect(await listed()).toEqual({ namespace: true, dependency: true });
+  });
+
   it('says on every claim that a completion is not durable on a server without replicas', async () => {
     const claim = await call(fleet.urls[0], 'POST', '/v1/shop/idempotency/order-2/claim', { fingerprint: 'sha256:x' });
     expect(claim.status).toBe(201);

@@ -1,9 +1,10 @@
-import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Optional, type OnModuleDestroy } from '@nestjs/common';
 import type { DependencyRef, Store } from '@sluice/store';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { tooManyDependencies } from '../common/api-error';
 import { MetricsService } from '../metrics/metrics.service';
+import { ResetWatcher } from '../store/reset-watcher';
 import { STORE } from '../store/store.provider';
 
 /** A dependency unused for a day frees its place under the namespace's cap. */
@@ -30,14 +31,26 @@ export class DependencyRegistry implements OnModuleDestroy {
   /** Registrations in flight, shared by everyone asking for the same dependency meanwhile. */
   private readonly registering = new Map<string, Promise<boolean>>();
   private readonly sweeper: NodeJS.Timeout;
+  /** Registrations made before this (epoch ms) are not trusted: the store lost them in a reset. */
+  private trustedSince = 0;
 
   constructor(
     @Inject(STORE) private readonly store: Store,
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
     private readonly metrics: MetricsService,
+    @Optional() watcher?: ResetWatcher,
   ) {
     this.sweeper = setInterval(() => this.forgetUnused(Date.now()), SWEEP_INTERVAL_MS);
     this.sweeper.unref();
+    watcher?.onReset(() => this.registrationsLost(Date.now()));
+  }
+
+  /**
+   * The store lost its data: every dependency this instance knows is registered again at its next
+   * use, not when its renewal falls due (its metric series stay).
+   */
+  registrationsLost(now: number): void {
+    this.trustedSince = now;
   }
 
   /**
@@ -47,7 +60,8 @@ export class DependencyRegistry implements OnModuleDestroy {
   async admit(namespace: string, dependency: string, field = 'dep'): Promise<void> {
     const cacheKey = `${namespace}/${dependency}`;
     const now = Date.now();
-    if ((this.renewAt.get(cacheKey) ?? 0) > now) return;
+    const renewAt = this.renewAt.get(cacheKey) ?? 0;
+    if (renewAt > now && renewAt - RENEW_AFTER_MS >= this.trustedSince) return;
     let registration = this.registering.get(cacheKey);
     if (!registration) {
       registration = this.register(namespace, dependency, now).finally(() => this.registering.delete(cacheKey));

@@ -25,6 +25,13 @@ const STATE_CREATING = [
   'recordDeliveryAttempt',
 ] as const satisfies ReadonlyArray<keyof Store>;
 
+/** What the capped store remembers of the namespaces it registered. */
+export interface RemembersNamespaces {
+  rememberedNamespaces(): number;
+  /** The store lost its data: each namespace is registered again at its next use. */
+  forgetNamespaces(): void;
+}
+
 export const tooManyNamespaces = (cap: number): ApiError =>
   new ApiError(422, 'too_many_namespaces', `the deployment already holds ${cap} namespaces`, [
     { field: 'ns', message: `the deployment is at its cap of ${cap} namespaces (SLUICE_MAX_NAMESPACES)` },
@@ -34,7 +41,7 @@ export const tooManyNamespaces = (cap: number): ApiError =>
  * Wraps a Store so no more than `cap` namespaces (0: no cap) ever hold state. Known namespaces
  * cost a map look-up; a new one, or one due for renewal, one store call.
  */
-export function capNamespaces(store: Store, cap: number): Store & { rememberedNamespaces(): number } {
+export function capNamespaces(store: Store, cap: number): Store & RemembersNamespaces {
   const renewAt = new Map<string, number>();
   const registration = { cap: cap > 0 ? cap : Number.MAX_SAFE_INTEGER, retentionMs: NAMESPACE_RETENTION_MS };
 
@@ -58,7 +65,7 @@ export function capNamespaces(store: Store, cap: number): Store & { rememberedNa
     if (!(await pending)) throw tooManyNamespaces(cap);
   };
 
-  const capped = Object.create(store) as Store & { rememberedNamespaces(): number };
+  const capped = Object.create(store) as Store & RemembersNamespaces;
   for (const operation of STATE_CREATING) {
     const original = store[operation].bind(store) as (...args: unknown[]) => Promise<unknown>;
     (capped as unknown as Record<string, unknown>)[operation] = (...args: unknown[]) => {
@@ -70,5 +77,6 @@ export function capNamespaces(store: Store, cap: number): Store & { rememberedNa
     };
   }
   capped.rememberedNamespaces = () => renewAt.size;
+  capped.forgetNamespaces = () => renewAt.clear();
   return capped;
 }

@@ -8,6 +8,7 @@ import {
 } from '@nestjs/common';
 import type { Store, StoreShardEpoch } from '@sluice/store';
 import { MetricsService } from '../metrics/metrics.service';
+import type { RemembersNamespaces } from './namespace-cap';
 import { STORE } from './store.provider';
 
 /** How often every shard's epoch is read: a reset is seen within this of the store answering again. */
@@ -21,8 +22,9 @@ export type ResetListener = (shards: string[]) => Promise<void> | void;
  * master) holds an epoch marker without expiry, read every RESET_CHECK_MS. A marker that is gone
  * (a restart without persistence, a flush, an empty node in its place) is set anew by the first
  * instance to read it, so every instance sees its shard's epoch change, however many there are.
- * Then it logs an error, counts `sluice_store_resets_total` and tells its listeners (the policies
- * file is seeded again, forced breaker states asserted again), without a restart.
+ * Then it logs an error, counts `sluice_store_resets_total`, has the namespaces and dependencies
+ * registered again at their next use, and tells its listeners (the policies file is seeded again,
+ * forced breaker states asserted again), without a restart.
  */
 @Injectable()
 export class ResetWatcher implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -79,6 +81,8 @@ export class ResetWatcher implements OnApplicationBootstrap, BeforeApplicationSh
   private announce(reset: StoreShardEpoch[]): void {
     const shards = reset.map((shard) => shard.shard);
     this.metrics.storeResets.inc(reset.length);
+    // The namespaces it registered are gone with the rest: each is registered again at its next use.
+    (this.store as Partial<RemembersNamespaces>).forgetNamespaces?.();
     this.logger.error(
       `the store was reset: shard(s) ${shards.join(', ')} came back without their data (new epoch ` +
         `${reset.map((shard) => shard.epoch).join(', ')}); budgets, breakers, leases, idempotency records and ` +
