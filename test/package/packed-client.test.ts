@@ -105,13 +105,14 @@ describe('the packed @sluice/client, installed into a fresh project', () => {
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  it('holds the bundled CommonJS and one .d.ts per entry, and depends on nothing', async () => {
+  it('holds its licence, the bundled CommonJS and one .d.ts per entry, and depends on nothing', async () => {
     const installed = join(scratch, 'node_modules/@sluice/client');
     const files = filesUnder(installed);
     console.log(
       `${relative(work, tarball)}: ${statSync(tarball).size} bytes\n${files.map((f) => `  ${f} ${statSync(join(installed, f)).size}`).join('\n')}`,
     );
     expect(files.filter((file) => !file.startsWith('dist/chunks/'))).toEqual([
+      'LICENSE',
       'README.md',
       'dist/index.d.ts',
       'dist/index.js',
