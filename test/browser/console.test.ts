@@ -117,6 +117,10 @@ describe('the console at /console', () => {
     await signIn(pageA, a.url, ADMIN);
     await row(pageA, 'payments-api').waitFor({ timeout: UI_TIMEOUT_MS });
     expect(await row(pageA, 'payments-api').locator('[data-column="state"]').innerText()).toContain('closed');
+    // One reporter: the SDK process (its reports, within the budget window).
+    await row(pageA, 'payments-api')
+      .locator('[data-column="reporters"]', { hasText: /^\s*1\s*$/ })
+      .waitFor({ timeout: UI_TIMEOUT_MS });
     // The token is in this tab's sessionStorage, not in the URL.
     expect(
       await pageA.evaluate(() => (globalThis as unknown as PageGlobals).sessionStorage.getItem('sluice.console.token')),

@@ -59,6 +59,7 @@ describe('parsing the latency a coordinator serves (a fake coordinator, for this
     dependency: 'search',
     breaker: { state: 'closed', since: null, openUntil: null, reason: null, failureRate: 0, slowRate: 0, calls: 0 },
     budget: { retries: 0, requests: 0, limit: 100, windowSeconds: 10 },
+    reporters: 1,
     latency: { p50: 8, p95: 40, p99: 120, count: 1000 },
     policy: DEFAULT_DEPENDENCY_POLICY,
   };

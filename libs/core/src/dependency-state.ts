@@ -49,6 +49,8 @@ export interface DependencyReadPolicy {
 export interface DependencySnapshot {
   budget: BudgetView;
   outcomes: OutcomeTotals;
+  /** Distinct reporters of the dependency in its budget window. */
+  reporters: number;
   /** Latency counts on the fixed bounds over the outcome window. */
   latency: number[];
   breaker: BreakerSnapshot;
@@ -131,6 +133,7 @@ export function readDependencyState(
   return {
     budget: { retries, requests, limit: retryBudgetLimit(policy.budget, requests), windowSeconds },
     outcomes,
+    reporters: countReportersAfter(state?.activeReporters, now - windowSeconds * 1000),
     latency: LATENCY_FIELDS.map((field) => latency?.[field] ?? 0),
     breaker: breakerSnapshot(machine),
   };
@@ -151,6 +154,20 @@ export function noteReporter(reporters: Map<string, number>, reporter: string, n
     if (reporters.size <= MAX_REPORTERS) break;
     reporters.delete(oldest);
   }
+}
+
+/**
+ * How many reporters reported after `cutoff` (twin: ZCOUNT of (cutoff, +inf)); noteReporter keeps
+ * them least recent first, so only the stale ones are walked.
+ */
+function countReportersAfter(reporters: Map<string, number> | undefined, cutoff: number): number {
+  if (reporters === undefined) return 0;
+  let stale = 0;
+  for (const at of reporters.values()) {
+    if (at > cutoff) break;
+    stale++;
+  }
+  return reporters.size - stale;
 }
 
 /** Forgets the reporters whose latest report is at or before `cutoff` (noteReporter keeps them in that order). */

@@ -25,6 +25,8 @@ export interface DependencyView {
   dependency: string;
   breaker: BreakerDetail;
   budget: BudgetView;
+  /** Distinct reporters (client processes) that reported it within the budget window. */
+  reporters: number;
   latency: LatencySummary;
   policy: DependencyPolicy;
 }

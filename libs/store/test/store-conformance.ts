@@ -114,6 +114,7 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
       expect(snapshot).toEqual({
         budget: { retries: 0, requests: 0, limit: 100, windowSeconds: 10 },
         outcomes: NO_OUTCOMES,
+        reporters: 0,
         latency: new Array(LATENCY_BOUNDS_MS.length + 1).fill(0),
         breaker: {
           record: { state: 'closed', since: null, openUntil: null, opens: 0, probeSuccesses: 0, reason: null },
@@ -249,9 +250,14 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
       expect(await report('pod-c')).toBe(3);
       // An empty batch still says the reporter is there.
       expect((await store.recordOutcomes(ref, batch({}, 'pod-d'), ONE_SECOND_WINDOWS)).reporters).toBe(4);
+      // A read says the same, without reporting.
+      const readOneSecond = { budget: { ...BUDGET, windowSeconds: 1 }, outcomeWindowSeconds: 1 };
+      expect((await store.readDependency(ref, readOneSecond)).reporters).toBe(4);
       // Waited past the one-second window (a lower bound only: however long it takes, they are out of it).
       await subject.pass(1100);
+      expect((await store.readDependency(ref, readOneSecond)).reporters).toBe(0);
       expect(await report('pod-a')).toBe(1);
+      expect((await store.readDependency(ref, readOneSecond)).reporters).toBe(1);
       // pod-a reported a moment ago, inside the window; pod-b, pod-c and pod-d before it.
       expect(await report('pod-e')).toBe(2);
       expect(await report('pod-b')).toBe(3);

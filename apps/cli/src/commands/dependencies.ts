@@ -48,7 +48,7 @@ export function registerDependencies(program: Command): void {
 
   program
     .command('dep')
-    .description('show one dependency as the fleet sees it: breaker, budget, latency, effective policy')
+    .description('show one dependency as the fleet sees it: breaker, budget, reporters, latency, effective policy')
     .argument('<ns>', 'the namespace')
     .argument('<dep>', 'the dependency')
     .action(
@@ -64,6 +64,7 @@ export function registerDependencies(program: Command): void {
             ['reason', breaker.reason],
             ['calls', `${breaker.calls} (failed ${percent(breaker.failureRate)}, slow ${percent(breaker.slowRate)})`],
             ['retries', `${budget.retries}/${budget.limit} in ${budget.windowSeconds} s (${budget.requests} requests)`],
+            ['reporters', String(view.reporters)],
             [
               'latency',
               `p50 ${ms(latency.p50)}, p95 ${ms(latency.p95)}, p99 ${ms(latency.p99)} (${latency.count} calls)`,

@@ -330,6 +330,7 @@ const DependencyViewSchema = objectSchema<DependencyView>({
   dependency: string(),
   breaker: ref('BreakerDetail'),
   budget: ref('BudgetView'),
+  reporters: integer('Distinct reporters (client processes) that reported it within the budget window.'),
   latency: ref('LatencySummary'),
   policy: ref('DependencyPolicy'),
 });

@@ -62,6 +62,7 @@ export function redisBreakers(scripts: ScriptRunner, keys: SluiceKeys): BreakerA
         dependency.outcomes,
         dependency.breaker,
         dependency.latency,
+        dependency.activeReporters,
         budget.ratio,
         budget.minRetriesPerSecond,
         budget.windowSeconds,
@@ -69,12 +70,13 @@ export function redisBreakers(scripts: ScriptRunner, keys: SluiceKeys): BreakerA
         dependency.events,
         ref.dependency,
       );
-      const [retries, requests, limit, successes, failures, slow] = reply.map(Number);
-      const latencyEnd = 6 + LATENCY_BOUNDS_MS.length + 1;
+      const [retries, requests, limit, successes, failures, slow, reporters] = reply.map(Number);
+      const latencyEnd = 7 + LATENCY_BOUNDS_MS.length + 1;
       return {
         budget: { retries, requests, limit, windowSeconds: budget.windowSeconds },
         outcomes: { successes, failures, slow },
-        latency: reply.slice(6, latencyEnd).map(Number),
+        reporters,
+        latency: reply.slice(7, latencyEnd).map(Number),
         breaker: breakerFromReply(reply, latencyEnd),
       };
     },

@@ -1,12 +1,14 @@
 --[[
-  Reads a dependency: its retry budget, its outcome totals, its latency histogram and its breaker
-  (settling time-based transitions and pruning buckets that aged out).
+  Reads a dependency: its retry budget, its outcome totals, its reporters in the budget window, its
+  latency histogram and its breaker (settling time-based transitions and pruning buckets that aged
+  out).
 
   Input:
     KEYS[1] budget window hash
     KEYS[2] outcome window hash
     KEYS[3] breaker hash
     KEYS[4] latency window hash
+    KEYS[5] active reporters sorted set (member: reporter, score: last report, epoch ms)
     ARGV[1] ratio
     ARGV[2] minRetriesPerSecond
     ARGV[3] budget windowSeconds
@@ -14,8 +16,8 @@
     ARGV[5] event channel
     ARGV[6] dependency name
 
-  Output: { retries, requests, limit, successes, failures, slow, <one count per latency bucket>,
-    <breaker reply tail> }
+  Output: { retries, requests, limit, successes, failures, slow, reporters,
+    <one count per latency bucket>, <breaker reply tail> }
 ]]
 local rcall = redis.call
 --- @include "clock"
@@ -35,9 +37,11 @@ local breaker = breakerNow(KEYS[3], nowMs, ARGV[5], ARGV[6])
 local budget = windowSum(KEYS[1], BUDGET_FIELDS, second, budgetWindow)
 -- A window owed a clear (a forced state lapsed) holds nothing that counts.
 local outcomes = breaker.freshWindow and { 0, 0, 0 } or windowSum(KEYS[2], OUTCOME_FIELDS, second, outcomeWindow)
+-- Those that reported within the budget window (record_outcomes forgets the older ones).
+local reporters = rcall('ZCOUNT', KEYS[5], '(' .. (nowMs - budgetWindow * 1000), '+inf')
 local reply = {
   budget[2], budget[1], budgetLimit(ratio, minRetriesPerSecond, budgetWindow, budget[1]),
-  outcomes[1], outcomes[2], outcomes[3],
+  outcomes[1], outcomes[2], outcomes[3], reporters,
 }
 for _, count in ipairs(windowSum(KEYS[4], LATENCY_FIELDS, second, outcomeWindow)) do
   reply[#reply + 1] = count
