@@ -21,7 +21,8 @@ export interface ReporterOptions {
 export class Reporter {
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
-  private again = false;
+  /** The delivery after the one under way, for what became pending meanwhile. */
+  private next: Promise<void> | undefined;
 
   constructor(
     private readonly dependencies: () => Iterable<FleetDependency>,
@@ -42,18 +43,20 @@ export class Reporter {
     this.timer = undefined;
   }
 
-  /** Sends what is pending now (waiting for a delivery already under way first). */
+  /**
+   * Sends what is pending now, and resolves once it was delivered (or failed): with a delivery
+   * under way, what is pending goes in the one after it, which this waits for too.
+   */
   flush(): Promise<void> {
     if (this.flushing) {
-      this.again = true;
-      return this.flushing;
+      this.next ??= this.flushing.then(() => {
+        this.next = undefined;
+        return this.flush();
+      });
+      return this.next;
     }
     this.flushing = this.deliver().finally(() => {
       this.flushing = undefined;
-      if (this.again) {
-        this.again = false;
-        void this.flush();
-      }
     });
     return this.flushing;
   }
