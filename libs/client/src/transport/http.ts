@@ -48,11 +48,31 @@ export interface SendOptions {
   agents: Agents;
 }
 
+/** Resets of a request written on a kept-alive connection the server had already closed. */
+const staleConnectionResets = new WeakSet<object>();
+
 /**
  * Sends one request with `node:http(s)` and resolves with the response head (the body still to be
  * read). An abort destroys the request with the signal's reason, so the caller sees that reason.
+ *
+ * A request written on a reused keep-alive connection that the server closed meanwhile (it had
+ * timed the idle connection out) fails with a reset before any answer: the server read nothing,
+ * so it is sent once more, on another connection, within what is left of the head timeout (the
+ * retry Node's documentation gives for `request.reusedSocket`).
  */
-export function send(url: URL, options: SendOptions): Promise<IncomingMessage> {
+export async function send(url: URL, options: SendOptions): Promise<IncomingMessage> {
+  const startedAt = Date.now();
+  try {
+    return await sendOnce(url, options);
+  } catch (error) {
+    if (!staleConnectionResets.has(error as object) || options.signal?.aborted) throw error;
+    const left = options.headTimeoutMs === undefined ? undefined : options.headTimeoutMs - (Date.now() - startedAt);
+    if (left !== undefined && left < 1) throw error;
+    return sendOnce(url, { ...options, headTimeoutMs: left });
+  }
+}
+
+function sendOnce(url: URL, options: SendOptions): Promise<IncomingMessage> {
   const { signal } = options;
   if (signal?.aborted) return Promise.reject(signal.reason);
   const secure = url.protocol === 'https:';
@@ -94,8 +114,9 @@ export function send(url: URL, options: SendOptions): Promise<IncomingMessage> {
       }
       resolve(response);
     });
-    request.once('error', (error) => {
+    request.once('error', (error: NodeJS.ErrnoException) => {
       cleanup();
+      if (request.reusedSocket && error.code === 'ECONNRESET') staleConnectionResets.add(error);
       reject(error);
     });
     request.end(options.body);
