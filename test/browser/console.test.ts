@@ -79,6 +79,12 @@ describe('the console at /console', () => {
     // The service calls payments-api through instance B; its reports make the dependency known.
     caller = new SdkCaller(b.url, CLIENT, 'shop', 'payments-api');
     await caller.nextCall(0, (call) => call.ok);
+    // A limited dependency with one call in flight: a lease held, one token of its burst taken.
+    await admin('PUT', '/admin/v1/shop/policies/deps/inventory', {
+      rateLimit: { rate: 10, periodMs: 3_600_000, burst: 10 },
+      concurrency: { limit: 3, leaseMs: 600_000 },
+    });
+    await admin('POST', '/v1/shop/deps/inventory/admit', {});
     // A dead letter: a queue that parks a message at its second failed delivery.
     await admin('PUT', '/admin/v1/shop/policies/queues/emails', { maxAttempts: 2 });
     for (const attempt of [1, 2]) {
@@ -121,6 +127,10 @@ describe('the console at /console', () => {
     await row(pageA, 'payments-api')
       .locator('[data-column="reporters"]', { hasText: /^\s*1\s*$/ })
       .waitFor({ timeout: UI_TIMEOUT_MS });
+    // A limit shows what it holds now, beside what it allows.
+    const limits = row(pageA, 'inventory').locator('[data-column="limits"]');
+    await limits.filter({ hasText: '1 of 3 in flight' }).waitFor({ timeout: UI_TIMEOUT_MS });
+    expect(await limits.innerText()).toContain('burst 10 (9 left)');
     // The token is in this tab's sessionStorage, not in the URL.
     expect(
       await pageA.evaluate(() => (globalThis as unknown as PageGlobals).sessionStorage.getItem('sluice.console.token')),
@@ -280,9 +290,9 @@ describe('the console at /console', () => {
     // Sortable (the header is a button) and filterable, in the page.
     const names = () =>
       pageB.locator('table.data tbody tr').evaluateAll((rows) => rows.map((tr) => tr.getAttribute('data-key')));
-    expect(await names()).toEqual(['payments-api', 'pricing-apii']);
+    expect(await names()).toEqual(['inventory', 'payments-api', 'pricing-apii']);
     await pageB.getByRole('button', { name: 'Dependency', exact: true }).click();
-    expect(await names()).toEqual(['pricing-apii', 'payments-api']);
+    expect(await names()).toEqual(['pricing-apii', 'payments-api', 'inventory']);
     await pageB.getByLabel('Filter').fill('pay');
     expect(await names()).toEqual(['payments-api']);
     redis.pause();

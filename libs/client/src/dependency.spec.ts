@@ -183,6 +183,7 @@ function setup(
           breaker: { state: 'closed', since: 0, openUntil: null, reason: null, failureRate: 0, slowRate: 0, calls: 0 },
           budget: { retries: 0, requests: 0, limit: 100, windowSeconds: 10 },
           reporters: 1,
+          usage: { leases: 0, rateRemaining: null },
           latency: { p50: null, p95: null, p99: null, count: 0 },
           policy: mergeDependencyPolicy(DEFAULT_DEPENDENCY_POLICY, override),
         },

@@ -1,6 +1,6 @@
-import type { BudgetView, RetryBudgetPolicy } from '@sluice/protocol';
+import type { BudgetView, DependencyUsage, RateLimitPolicy, RetryBudgetPolicy } from '@sluice/protocol';
 import { BreakerMachine, CLOSED_BREAKER, type BreakerRecord, type BreakerTransition } from './breaker';
-import type { GcraCell } from './gcra';
+import { gcraBacklog, type GcraCell } from './gcra';
 import { LATENCY_FIELDS } from './latency-histogram';
 import { retryBudgetLimit } from './retry-budget';
 import { SlidingWindowCounter, epochSecond } from './sliding-window';
@@ -44,6 +44,8 @@ export interface OutcomeTotals {
 export interface DependencyReadPolicy {
   budget: RetryBudgetPolicy;
   outcomeWindowSeconds: number;
+  /** The rate limit whose burst left is read; none: not read. */
+  rateLimit?: RateLimitPolicy;
 }
 
 export interface DependencySnapshot {
@@ -51,6 +53,8 @@ export interface DependencySnapshot {
   outcomes: OutcomeTotals;
   /** Distinct reporters of the dependency in its budget window. */
   reporters: number;
+  /** What its limits hold now. */
+  usage: DependencyUsage;
   /** Latency counts on the fixed bounds over the outcome window. */
   latency: number[];
   breaker: BreakerSnapshot;
@@ -134,6 +138,10 @@ export function readDependencyState(
     budget: { retries, requests, limit: retryBudgetLimit(policy.budget, requests), windowSeconds },
     outcomes,
     reporters: countReportersAfter(state?.activeReporters, now - windowSeconds * 1000),
+    usage: {
+      leases: countAfter(state?.leases, now),
+      rateRemaining: policy.rateLimit ? rateRemaining(policy.rateLimit, state?.rateTat ?? null, now) : null,
+    },
     latency: LATENCY_FIELDS.map((field) => latency?.[field] ?? 0),
     breaker: breakerSnapshot(machine),
   };
@@ -154,6 +162,18 @@ export function noteReporter(reporters: Map<string, number>, reporter: string, n
     if (reporters.size <= MAX_REPORTERS) break;
     reporters.delete(oldest);
   }
+}
+
+/** How many entries' times are after `cutoff` (twin: ZCOUNT of (cutoff, +inf)). */
+function countAfter(entries: Map<string, number> | undefined, cutoff: number): number {
+  let count = 0;
+  for (const at of entries?.values() ?? []) if (at > cutoff) count++;
+  return count;
+}
+
+/** What is left of a rate limit's burst (twin of read_dependency-7.lua). */
+function rateRemaining(policy: RateLimitPolicy, tat: GcraCell | null, now: number): number {
+  return Math.floor((policy.periodMs * policy.burst - gcraBacklog(policy, tat, now)) / policy.periodMs);
 }
 
 /**

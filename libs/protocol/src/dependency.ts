@@ -20,6 +20,14 @@ export interface LatencySummary {
   count: number;
 }
 
+/** What a dependency's limits hold now. */
+export interface DependencyUsage {
+  /** Concurrency leases held (0 without a concurrency limit). */
+  leases: number;
+  /** What is left of the rate limit's burst; null without a rate limit. */
+  rateRemaining: number | null;
+}
+
 export interface DependencyView {
   namespace: string;
   dependency: string;
@@ -27,6 +35,7 @@ export interface DependencyView {
   budget: BudgetView;
   /** Distinct reporters (client processes) that reported it within the budget window. */
   reporters: number;
+  usage: DependencyUsage;
   latency: LatencySummary;
   policy: DependencyPolicy;
 }

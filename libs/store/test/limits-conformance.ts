@@ -115,6 +115,25 @@ export function describeLimitsConformance(label: string, open: () => Promise<Sto
       expect((await admit(ref, { concurrency })).verdict).toBe('concurrency_limited');
     });
 
+    it('reads what the limits hold: the leases in use and what is left of the rate burst', async () => {
+      const ref = freshRef();
+      const concurrency = { limit: 5, leaseMs: 60_000 };
+      const rateLimit = { rate: 4, periodMs: HOUR, burst: 4 };
+      const read = (withRate: boolean) =>
+        store.readDependency(ref, {
+          budget: BUDGET,
+          outcomeWindowSeconds: 10,
+          ...(withRate ? { rateLimit } : {}),
+        });
+      expect((await read(true)).usage).toEqual({ leases: 0, rateRemaining: 4 });
+      const first = await admit(ref, { concurrency, rateLimit });
+      await admit(ref, { concurrency, rateLimit, cost: 2 });
+      expect((await read(true)).usage).toEqual({ leases: 2, rateRemaining: 1 });
+      await store.releaseLease(ref, first.lease!.id);
+      // Without a rate limit to read, none is said.
+      expect((await read(false)).usage).toEqual({ leases: 1, rateRemaining: null });
+    });
+
     it('keeps a long lease when a shorter one joins or is renewed (the set lives as long as its longest lease)', async () => {
       const ref = freshRef();
       const long = await admit(ref, { concurrency: { limit: 2, leaseMs: 600_000 } });

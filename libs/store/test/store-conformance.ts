@@ -115,6 +115,7 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
         budget: { retries: 0, requests: 0, limit: 100, windowSeconds: 10 },
         outcomes: NO_OUTCOMES,
         reporters: 0,
+        usage: { leases: 0, rateRemaining: null },
         latency: new Array(LATENCY_BOUNDS_MS.length + 1).fill(0),
         breaker: {
           record: { state: 'closed', since: null, openUntil: null, opens: 0, probeSuccesses: 0, reason: null },

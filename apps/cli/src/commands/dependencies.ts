@@ -66,6 +66,11 @@ export function registerDependencies(program: Command): void {
             ['retries', `${budget.retries}/${budget.limit} in ${budget.windowSeconds} s (${budget.requests} requests)`],
             ['reporters', String(view.reporters)],
             [
+              'limits hold',
+              `${view.usage.leases} leases` +
+                (view.usage.rateRemaining === null ? '' : `, ${view.usage.rateRemaining} of the rate burst left`),
+            ],
+            [
               'latency',
               `p50 ${ms(latency.p50)}, p95 ${ms(latency.p95)}, p99 ${ms(latency.p99)} (${latency.count} calls)`,
             ],

@@ -34,16 +34,23 @@ export function budgetCell(budget) {
   );
 }
 
-/** The policy's rate and concurrency limits (the configured ones). */
+/** The policy's rate and concurrency limits, each with what it holds now. */
 export function limitsCell(view) {
   if (!view) return '—';
   const { rateLimit, concurrency } = view.policy;
+  const usage = view.usage;
   const parts = [];
-  if (rateLimit)
+  if (rateLimit) {
+    const left = usage?.rateRemaining ?? null;
     parts.push(
-      `${rateLimit.rate} per ${millis(rateLimit.periodMs)}${rateLimit.burst ? `, burst ${rateLimit.burst}` : ''}`,
+      `${rateLimit.rate} per ${millis(rateLimit.periodMs)}${rateLimit.burst ? `, burst ${rateLimit.burst}` : ''}` +
+        (left === null ? '' : ` (${left} left)`),
     );
-  if (concurrency) parts.push(`at most ${concurrency.limit} in flight`);
+  }
+  if (concurrency) {
+    const held = usage ? `${usage.leases} of ` : 'at most ';
+    parts.push(`${held}${concurrency.limit} in flight`);
+  }
   return parts.length === 0 ? h('span', { class: 'muted' }, 'none') : parts.join(' · ');
 }
 

@@ -29,6 +29,7 @@ import {
   type DeadLetterPage,
   type DeliveryAttemptResponse,
   type DependencyPolicy,
+  type DependencyUsage,
   type DependencyView,
   type ErrorBody,
   type ErrorDetail,
@@ -99,6 +100,7 @@ export interface ResponseComponents {
   RateLimitPolicy: RateLimitPolicy;
   ConcurrencyPolicy: ConcurrencyPolicy;
   DependencyPolicy: DependencyPolicy;
+  DependencyUsage: DependencyUsage;
   DependencyView: DependencyView;
   LeaseRenewal: LeaseRenewal;
   TakeDecision: TakeDecision;
@@ -325,12 +327,23 @@ const DependencyPolicySchema = objectSchema<DependencyPolicy>(
   },
 );
 
+const DependencyUsageSchema = objectSchema<DependencyUsage>(
+  {
+    leases: integer('Concurrency leases held now (0 without a concurrency limit).'),
+    rateRemaining: integer('What is left of the rate limit\u2019s burst now; null without a rate limit.', {
+      nullable: true,
+    }),
+  },
+  { description: 'What the dependency\u2019s rate and concurrency limits hold now.' },
+);
+
 const DependencyViewSchema = objectSchema<DependencyView>({
   namespace: string(),
   dependency: string(),
   breaker: ref('BreakerDetail'),
   budget: ref('BudgetView'),
   reporters: integer('Distinct reporters (client processes) that reported it within the budget window.'),
+  usage: ref('DependencyUsage'),
   latency: ref('LatencySummary'),
   policy: ref('DependencyPolicy'),
 });
@@ -510,6 +523,7 @@ export const RESPONSE_SCHEMAS: { [K in keyof ResponseComponents]: DescribedObjec
   RateLimitPolicy: RateLimitPolicySchema,
   ConcurrencyPolicy: ConcurrencyPolicySchema,
   DependencyPolicy: DependencyPolicySchema,
+  DependencyUsage: DependencyUsageSchema,
   DependencyView: DependencyViewSchema,
   LeaseRenewal: objectSchema<LeaseRenewal>({ expiresAt: instant('When the renewed lease lapses') }),
   TakeDecision: TakeDecisionSchema,

@@ -8,6 +8,7 @@ const view = (state: DependencyView['breaker']['state'], openUntil: number | nul
   breaker: { state, since: 0, openUntil, reason: null, failureRate: 0, slowRate: 0, calls: 0 },
   budget: { retries: 0, requests: 0, limit: 100, windowSeconds: 10 },
   reporters: 1,
+  usage: { leases: 0, rateRemaining: null },
   latency: { p50: 5, p95: 40, p99: 120, count: 100 },
   policy: { ...DEFAULT_DEPENDENCY_POLICY, breaker: { ...DEFAULT_DEPENDENCY_POLICY.breaker, slowCallMs: 100 } },
 });

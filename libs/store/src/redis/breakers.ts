@@ -63,20 +63,24 @@ export function redisBreakers(scripts: ScriptRunner, keys: SluiceKeys): BreakerA
         dependency.breaker,
         dependency.latency,
         dependency.activeReporters,
+        dependency.rate,
+        dependency.leases,
         budget.ratio,
         budget.minRetriesPerSecond,
         budget.windowSeconds,
         policy.outcomeWindowSeconds,
         dependency.events,
         ref.dependency,
+        policy.rateLimit ? JSON.stringify(policy.rateLimit) : '',
       );
-      const [retries, requests, limit, successes, failures, slow, reporters] = reply.map(Number);
-      const latencyEnd = 7 + LATENCY_BOUNDS_MS.length + 1;
+      const [retries, requests, limit, successes, failures, slow, reporters, leases, rateLeft] = reply.map(Number);
+      const latencyEnd = 9 + LATENCY_BOUNDS_MS.length + 1;
       return {
         budget: { retries, requests, limit, windowSeconds: budget.windowSeconds },
         outcomes: { successes, failures, slow },
         reporters,
-        latency: reply.slice(7, latencyEnd).map(Number),
+        usage: { leases, rateRemaining: rateLeft < 0 ? null : rateLeft },
+        latency: reply.slice(9, latencyEnd).map(Number),
         breaker: breakerFromReply(reply, latencyEnd),
       };
     },
