@@ -1,5 +1,6 @@
+import calculateSlot from 'cluster-key-slot';
 import type { Cluster } from 'ioredis';
-import { createRedisClient } from '@sluice/store';
+import { createRedisClient, type RedisStore } from '@sluice/store';
 import { redisStoreUnderTest, redisStoresUnderTest } from '../../libs/store/test/redis-under-test';
 import { describeConcurrencyConformance } from '../../libs/store/test/concurrency-conformance';
 import { describeDeadLetterBoundsConformance } from '../../libs/store/test/dead-letter-bounds-conformance';
@@ -67,6 +68,31 @@ describeIdempotentApp('Redis Cluster', async () =>
 describeDeliveryConsumer('Redis Cluster', async () =>
   startCoordinators({ redisClusterNodes: (await startedCluster()).nodes }),
 );
+
+describe('store epochs on Redis Cluster: one marker per master', () => {
+  it('reads one epoch per master, and gives a new one only to the shard whose marker is gone', async () => {
+    const subject = await redisStoreUnderTest({ clusterNodes: (await startedCluster()).nodes }, 'cluster-epochs');
+    try {
+      const store = subject.store as RedisStore;
+      const client = store.client as Cluster;
+      const first = await store.readStoreEpochs('first');
+      // Three masters, three shards, each marker's slot on a different master.
+      expect(first).toHaveLength(3);
+      const owners = first.map(({ shard }) => client.slots[calculateSlot(subject.redis!.keys.storeEpoch(shard))]?.[0]);
+      expect(new Set(owners).size).toBe(3);
+      expect(first.every((shard) => shard.epoch === 'first' && shard.created)).toBe(true);
+      // One master came back empty: only its marker is gone (only this prefix's key is deleted).
+      const [lost, ...kept] = first;
+      await client.del(subject.redis!.keys.storeEpoch(lost.shard));
+      expect(await store.readStoreEpochs('second')).toEqual([
+        { shard: lost.shard, epoch: 'second', created: true },
+        ...kept.map((shard) => ({ ...shard, created: false })),
+      ]);
+    } finally {
+      await subject.cleanup();
+    }
+  });
+});
 
 describe('retry budget end to end on Redis Cluster', () => {
   let fleet: TestCoordinator;
