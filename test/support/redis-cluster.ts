@@ -69,6 +69,22 @@ export class RedisClusterProcess {
         timeoutMs,
         () => `Redis Cluster ${this.nodes.join(',')} did not reach cluster_state:ok; last CLUSTER INFO:\n${lastInfo}`,
       );
+      // cluster_state:ok on every node is not yet one view: until the gossip settles, a node's slot
+      // map can miss a master (a client refreshing its map from it would drop that master's
+      // connection). Wait until every node tells the same masters, slots and replicas.
+      let views: string[] = [];
+      await waitUntil(
+        async () => {
+          views = await Promise.all(
+            this.servers.map((server) =>
+              redisCli(server.port, ['CLUSTER', 'NODES']).then(topologyOf, (err: Error) => err.message),
+            ),
+          );
+          return views.every((view) => view === views[0] && !view.includes('fail'));
+        },
+        timeoutMs,
+        () => `Redis Cluster ${this.nodes.join(',')} did not settle on one view:\n${views.join('\n---\n')}`,
+      );
       return this;
     } catch (err) {
       await this.cleanup();
@@ -80,6 +96,20 @@ export class RedisClusterProcess {
   async cleanup(): Promise<void> {
     await Promise.all(this.servers.map((server) => server.cleanup()));
   }
+}
+
+/** A node's CLUSTER NODES without what differs by the node asked: each node's id, role, master and slots, sorted. */
+function topologyOf(nodes: string): string {
+  return nodes
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const [id, , flags, master, , , , , ...slots] = line.trim().split(' ');
+      const role = flags.replace('myself,', '');
+      return `${id} ${role} ${master} ${slots.join(',')}`;
+    })
+    .sort()
+    .join('\n');
 }
 
 function isHealthy(info: string, nodes: number): boolean {
