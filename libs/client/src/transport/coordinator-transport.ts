@@ -227,6 +227,7 @@ export class CoordinatorTransport {
         headTimeoutMs: waitMs,
         connectTimeoutMs: Math.min(this.options.connectTimeoutMs, waitMs),
         agents: this.options.agents,
+        resendOnStaleConnection: true,
       });
     } catch (error) {
       if (signal?.aborted) throw error;

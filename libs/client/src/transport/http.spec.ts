@@ -38,7 +38,8 @@ describe('send on a kept-alive connection', () => {
   const agents = new Agents();
   afterAll(() => agents.destroy());
 
-  const post = (url: URL) => send(url, { method: 'POST', headers: {}, body: '{}', headTimeoutMs: 2000, agents });
+  const post = (url: URL, resendOnStaleConnection = true) =>
+    send(url, { method: 'POST', headers: {}, body: '{}', headTimeoutMs: 2000, agents, resendOnStaleConnection });
 
   it('sends once more, on another connection, when a reused one was already closed by the server', async () => {
     const server = await startServer();
@@ -47,6 +48,17 @@ describe('send on a kept-alive connection', () => {
       // The same kept-alive connection: the server resets it, unread; the request goes out again.
       expect(String(await readBody(await post(server.url)))).toBe('ok');
       expect(server.connections).toHaveLength(2);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("leaves a caller's own request to its retry policy: no second send unless asked for", async () => {
+    const server = await startServer();
+    try {
+      expect(String(await readBody(await post(server.url, false)))).toBe('ok');
+      await expect(post(server.url, false)).rejects.toMatchObject({ code: 'ECONNRESET' });
+      expect(server.connections).toHaveLength(1);
     } finally {
       await server.close();
     }

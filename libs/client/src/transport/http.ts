@@ -46,6 +46,11 @@ export interface SendOptions {
   /** Longest until the response head arrives; the request fails with HeadTimeoutError past it. */
   headTimeoutMs?: number;
   agents: Agents;
+  /**
+   * Send once more a request reset on a reused keep-alive connection before any answer (see
+   * {@link send}). For the coordinator's exchanges; a caller's own request is the retry policy's.
+   */
+  resendOnStaleConnection?: boolean;
 }
 
 /** Resets of a request written on a kept-alive connection the server had already closed. */
@@ -55,12 +60,13 @@ const staleConnectionResets = new WeakSet<object>();
  * Sends one request with `node:http(s)` and resolves with the response head (the body still to be
  * read). An abort destroys the request with the signal's reason, so the caller sees that reason.
  *
- * A request written on a reused keep-alive connection that the server closed meanwhile (it had
- * timed the idle connection out) fails with a reset before any answer: the server read nothing,
- * so it is sent once more, on another connection, within what is left of the head timeout (the
- * retry Node's documentation gives for `request.reusedSocket`).
+ * With `resendOnStaleConnection`, a request written on a reused keep-alive connection that fails
+ * with a reset before any answer (how a server's idle timeout meets a request: it read nothing)
+ * is sent once more, on another connection, within what is left of the head timeout (the retry
+ * Node's documentation gives for `request.reusedSocket`).
  */
 export async function send(url: URL, options: SendOptions): Promise<IncomingMessage> {
+  if (!options.resendOnStaleConnection) return sendOnce(url, options);
   const startedAt = Date.now();
   try {
     return await sendOnce(url, options);
