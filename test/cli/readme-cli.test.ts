@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { startCoordinatorProcess, type CoordinatorProcess } from '../support/coordinator-process';
 import { findFreePort } from '../support/ports';
 import { SLUICE_CLI } from '../support/sluice-cli';
+import { readmeLinePattern } from '../support/readme';
 
 const README = join(__dirname, '../../README.md');
 const TOKEN = { id: 'ops', secret: 'readme-admin-secret-0123', role: 'admin', namespaces: ['*'] };
@@ -31,19 +32,10 @@ function steps(markdown: string): Step[] {
   );
 }
 
-/** A README line as a pattern: literal text, `…` for anything. */
-const linePattern = (line: string) =>
-  new RegExp(
-    `^${line
-      .split('…')
-      .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-      .join('.*?')}$`,
-  );
-
 const expectLines = (printed: string[], expected: string[], where: string) => {
   expect({ where, lines: printed.length }).toEqual({ where, lines: expected.length });
   printed.forEach((line, i) =>
-    expect({ where, line }).toEqual({ where, line: expect.stringMatching(linePattern(expected[i])) }),
+    expect({ where, line }).toEqual({ where, line: expect.stringMatching(readmeLinePattern(expected[i])) }),
   );
 };
 

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startCoordinatorProcess, type CoordinatorProcess } from '../support/coordinator-process';
 import { findFreePort } from '../support/ports';
+import { readmeLinePattern } from '../support/readme';
 
 const README = join(__dirname, '../../README.md');
 
@@ -28,15 +29,6 @@ function walkThrough(markdown: string): Step[] {
   }
   return steps;
 }
-
-/** A line of the README as a pattern: literal text, `…` for anything. */
-const linePattern = (line: string) =>
-  new RegExp(
-    `^${line
-      .split('…')
-      .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-      .join('.*?')}$`,
-  );
 
 function bash(script: string): Promise<string> {
   return new Promise((resolve, reject) =>
@@ -78,7 +70,7 @@ describe('the README walk-through, pasted in order into a fresh service', () => 
       printed.forEach((line, i) =>
         expect({ command: commands[i], line }).toEqual({
           command: commands[i],
-          line: expect.stringMatching(linePattern(expected[i])),
+          line: expect.stringMatching(readmeLinePattern(expected[i])),
         }),
       );
     }
