@@ -82,6 +82,13 @@ async function stopLoad({ load, sdk }: Running): Promise<void> {
   await sdk.stop();
 }
 
+/** After a fault, whatever happened: the load (if it still runs) and the fleet stopped. */
+async function stopRunning(running: Running | undefined): Promise<void> {
+  if (!running) return;
+  await stopLoad(running).catch(() => undefined);
+  await running.fleet.close();
+}
+
 const lostText = (lost: string[]) => (lost.length === 0 ? 'nothing' : lost.join(', '));
 
 describe('the fault suite', () => {
@@ -109,8 +116,7 @@ describe('the fault suite', () => {
     let running: Running | undefined;
 
     afterEach(async () => {
-      if (running) await stopLoad(running).catch(() => undefined);
-      await running?.fleet.close();
+      await stopRunning(running);
       await redis?.cleanup();
       running = undefined;
     });
@@ -210,8 +216,7 @@ describe('the fault suite', () => {
     let running: Running | undefined;
 
     afterAll(async () => {
-      if (running) await stopLoad(running).catch(() => undefined);
-      await running?.fleet.close();
+      await stopRunning(running);
       await cluster?.cleanup();
     });
 

@@ -1,4 +1,4 @@
-import { timeoutAfterPendingReads } from '@sluice/core';
+import { timeoutAfterPendingReads, type PendingReadsTimer } from '@sluice/core';
 
 /**
  * The promise's value, if it settles within `ms`; undefined if it is later (it may still settle).
@@ -6,7 +6,7 @@ import { timeoutAfterPendingReads } from '@sluice/core';
  * turn of the event loop counts as in time.
  */
 export async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: { cancel(): void } | undefined;
+  let timer: PendingReadsTimer | undefined;
   const late = new Promise<undefined>((resolve) => (timer = timeoutAfterPendingReads(ms, () => resolve(undefined))));
   try {
     return await Promise.race([promise, late]);
