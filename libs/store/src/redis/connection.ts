@@ -32,10 +32,23 @@ function decisionPathOptions(commandTimeoutMs: number): RedisOptions {
   };
 }
 
+/**
+ * ioredis opens a Cluster node's connection on its first command, and without an offline queue a
+ * command sent to it while it is still connecting fails at once ("Connection is closed"). So each
+ * master's connection is opened as soon as the client learns of the node, not by the first call
+ * that needs it (replicas, which serve no call here, stay unopened).
+ */
+function connectNodesEagerly(cluster: Cluster): void {
+  cluster.on('+node', (node: Redis) => {
+    // Its failures are the client's to report.
+    if (node.status === 'wait' && !node.options.readOnly) node.connect().catch(() => undefined);
+  });
+}
+
 export function createRedisClient(options: RedisConnectionOptions): RedisClient {
   const redisOptions = decisionPathOptions(options.commandTimeoutMs);
   if (options.clusterNodes && options.clusterNodes.length > 0) {
-    return new Cluster(clusterSeeds(options.clusterNodes), {
+    const cluster = new Cluster(clusterSeeds(options.clusterNodes), {
       redisOptions,
       enableOfflineQueue: false,
       enableAutoPipelining: true,
@@ -43,6 +56,8 @@ export function createRedisClient(options: RedisConnectionOptions): RedisClient 
       slotsRefreshTimeout: Math.max(1000, options.commandTimeoutMs),
       ...clusterRedirections(options.commandTimeoutMs),
     });
+    connectNodesEagerly(cluster);
+    return cluster;
   }
   if (!options.url) throw new Error('A Redis URL or cluster nodes are required');
   return new Redis(options.url, redisOptions);

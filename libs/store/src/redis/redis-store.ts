@@ -1,3 +1,4 @@
+import { Cluster } from 'ioredis';
 import { ComposedStore } from '../compose';
 import { StoreUnavailableError } from '../errors';
 import { SluiceKeys } from '../keys';
@@ -70,8 +71,23 @@ export class RedisStore extends ComposedStore implements Store {
   }
 }
 
-/** Resolves once the client is ready; rejects with StoreUnavailableError after `timeoutMs`. */
+/**
+ * Resolves once the client is ready (on a Cluster, with a ready connection to every master, so no
+ * call meets one still opening); rejects with StoreUnavailableError after `timeoutMs`.
+ */
 async function waitUntilReady(client: RedisClient, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  await clientReady(client, timeoutMs);
+  if (!(client instanceof Cluster)) return;
+  while (!client.nodes('master').every((node) => node.status === 'ready')) {
+    if (Date.now() >= deadline) {
+      throw new StoreUnavailableError(`Redis Cluster masters were not all ready within ${timeoutMs} ms`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+async function clientReady(client: RedisClient, timeoutMs: number): Promise<void> {
   if (client.status === 'ready') return;
   await new Promise<void>((resolve, reject) => {
     const onReady = () => {
