@@ -1,8 +1,9 @@
 // Overhead of the SDK's execute() with a closed breaker over a direct call, side by side with
 // cockatiel's retry(...).execute and a bare call, in one run, in ns per call: wall time, and this
 // process's CPU time (user + system), which other processes' load on a shared machine disturbs less.
-// Run with `npm run bench:sdk` (builds dist/ first). The Sluice client is connected to a real
-// coordinator (the built service, embedded store) with its event stream and reports running.
+// Run with `npm run bench:sdk` (builds the service and the client package first). The client is the
+// package as published (libs/client/dist, one bundle), connected to a real coordinator (the built
+// service, embedded store) with its event stream and reports running.
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,11 +12,11 @@ import { freePort, startChild, stopChild, waitReady } from './support.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 const require = createRequire(import.meta.url);
-const { Sluice } = require(join(ROOT, 'dist/libs/client/src/index.js'));
+const { Sluice } = require(join(ROOT, 'libs/client/dist/index.js'));
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 200_000);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
-const WARMUP_CALLS = 50_000;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
+const WARMUP_CALLS = 200_000;
 
 /** The call under every wrapper: an async function that answers at once. */
 let sink = 0;

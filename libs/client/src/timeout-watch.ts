@@ -2,54 +2,63 @@
 export interface Expiring {
   expiresAt: number;
   expire(): void;
-  /** Which watch of it is current (0: not watched): set by the watch. */
-  watchToken: number;
+  /** Its neighbours on the watch's list: set by the watch, undefined while it is not watched. */
+  watchPrev: Expiring | undefined;
+  watchNext: Expiring | undefined;
 }
-
-/** Entries are dropped from the list once it reaches this length at least (and twice what was live after the last drop). */
-const MIN_COMPACT_LENGTH = 1024;
 
 /**
  * Timeouts on one timer: most attempts end long before their timeout, so instead of a
  * `setTimeout`/`clearTimeout` pair per attempt (the costliest part of a call's overhead) each is
- * pushed on a list, and one timer, armed for the earliest expiry, sweeps the expired ones out.
- * Removing one only marks it (its token no longer matches); the list drops marked entries when it
- * has grown, so adding and removing cost a few field writes. Times are real (`Date.now()`),
- * whatever clock the client was given. The timer never keeps the process alive: a watched attempt
- * waits on its own I/O, which does.
+ * linked into a list through its own two fields, and one timer, armed for the earliest expiry,
+ * sweeps the expired ones out. Adding and removing are a few field writes, and a removed entry is
+ * unlinked at once: the list never keeps an ended attempt (and what it holds) alive until the next
+ * garbage collection. Times are real (`Date.now()`), whatever clock the client was given. The timer
+ * never keeps the process alive: a watched attempt waits on its own I/O, which does.
  */
 export class TimeoutWatch {
-  private entries: Expiring[] = [];
-  private tokens: number[] = [];
-  private lastToken = 0;
-  private compactAt = MIN_COMPACT_LENGTH;
+  /** The list's ends meet here: `head.watchNext` is the oldest entry, `head.watchPrev` the newest. */
+  private readonly head: Expiring = {
+    expiresAt: Number.POSITIVE_INFINITY,
+    expire: () => undefined,
+    watchPrev: undefined,
+    watchNext: undefined,
+  };
+  private watched = 0;
   private timer: NodeJS.Timeout | undefined;
   private armedFor = Number.POSITIVE_INFINITY;
 
+  constructor() {
+    this.head.watchPrev = this.head.watchNext = this.head;
+  }
+
+  /** How many entries are watched. */
+  get size(): number {
+    return this.watched;
+  }
+
+  /** Watches `entry` until it expires or is deleted (an entry already watched is watched at its new expiry). */
   add(entry: Expiring): void {
-    const token = ++this.lastToken;
-    entry.watchToken = token;
-    this.entries.push(entry);
-    this.tokens.push(token);
+    if (entry.watchPrev !== undefined) this.delete(entry);
+    const { head } = this;
+    const last = head.watchPrev!;
+    entry.watchPrev = last;
+    entry.watchNext = head;
+    last.watchNext = entry;
+    head.watchPrev = entry;
+    this.watched++;
     if (entry.expiresAt < this.armedFor) this.arm(entry.expiresAt);
-    else if (this.entries.length >= this.compactAt) this.compact();
   }
 
+  /** Stops watching `entry` (nothing happens when it is not watched). */
   delete(entry: Expiring): void {
-    entry.watchToken = 0;
-  }
-
-  /** Drops the entries no longer watched. */
-  private compact(): void {
-    const { entries, tokens } = this;
-    let kept = 0;
-    for (let i = 0; i < entries.length; i++) {
-      if (entries[i].watchToken !== tokens[i]) continue;
-      entries[kept] = entries[i];
-      tokens[kept++] = tokens[i];
-    }
-    entries.length = tokens.length = kept;
-    this.compactAt = Math.max(MIN_COMPACT_LENGTH, 2 * kept);
+    const prev = entry.watchPrev;
+    if (prev === undefined) return;
+    const next = entry.watchNext!;
+    prev.watchNext = next;
+    next.watchPrev = prev;
+    entry.watchPrev = entry.watchNext = undefined;
+    this.watched--;
   }
 
   private arm(at: number): void {
@@ -59,20 +68,22 @@ export class TimeoutWatch {
     this.timer.unref();
   }
 
+  /** The timer fired: the entries due are taken off the list, the timer is armed for the next, and then each expires. */
   private sweep(): void {
     this.timer = undefined;
     this.armedFor = Number.POSITIVE_INFINITY;
-    this.compact();
     const now = Date.now();
     let next = Number.POSITIVE_INFINITY;
     const expired: Expiring[] = [];
-    const { entries } = this;
-    for (const entry of entries) {
-      if (entry.expiresAt <= now) expired.push(entry);
-      else if (entry.expiresAt < next) next = entry.expiresAt;
+    const { head } = this;
+    for (let entry = head.watchNext!; entry !== head; ) {
+      const following = entry.watchNext!;
+      if (entry.expiresAt <= now) {
+        this.delete(entry);
+        expired.push(entry);
+      } else if (entry.expiresAt < next) next = entry.expiresAt;
+      entry = following;
     }
-    for (const entry of expired) entry.watchToken = 0;
-    if (expired.length > 0) this.compact();
     if (next !== Number.POSITIVE_INFINITY) this.arm(next);
     for (const entry of expired) entry.expire();
   }

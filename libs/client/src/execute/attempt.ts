@@ -19,7 +19,8 @@ export class Attempt implements AttemptContext, Expiring {
   /** Cancels the attempt when the caller's signal aborts (set while it listens). */
   onCallerAbort: (() => void) | undefined = undefined;
   expiresAt: number;
-  watchToken = 0;
+  watchPrev: Expiring | undefined = undefined;
+  watchNext: Expiring | undefined = undefined;
   private controller: AbortController | undefined = undefined;
   private abortReason: unknown = undefined;
   /** Set once the attempt has ended, whichever way came first. */

@@ -17,7 +17,8 @@ export interface LeaseTransport {
 export class LeaseHold implements Expiring {
   /** When the renewal is due (real time, epoch ms). */
   expiresAt: number;
-  watchToken = 0;
+  watchPrev: Expiring | undefined = undefined;
+  watchNext: Expiring | undefined = undefined;
   released = false;
   /** Renewals that succeeded. */
   renewals = 0;
