@@ -11,10 +11,12 @@ export type DecisionTransport = Pick<CoordinatorTransport, 'retry' | 'retries' |
 import type { HeldRefusal } from '../fleet/held-denial';
 import { within } from '../within';
 import type { AdmitAnswer, Decider, RetryVerdict } from './decider';
-import { RetryCoalescer } from './retry-coalescer';
+import { AskNotSentError, RetryCoalescer } from './retry-coalescer';
 
 const NOT_YET = { allow: false, reason: 'coordinator_unavailable', delayMs: 0 } as const;
 const REFUSED_TOKEN = { allow: false, reason: 'config_error', delayMs: 0 } as const;
+/** A retry ask is sent only while its caller will still wait at least this share (1/4) of the decision timeout. */
+const MIN_WAIT_SHARE = 4;
 
 /** How long a decision is waited for, and how long its request may take. */
 export interface DecisionTimeouts {
@@ -73,7 +75,17 @@ export class FleetDecider implements Decider {
     const askedAt = this.clock.now();
     const held = this.asking.coalesce ? await this.heldAfterUnderWay(dependency, askedAt) : undefined;
     if (held) return held;
-    const answer = this.asker.retry(dependency.name, request, this.decisionTimeouts());
+    // An ask is sent only while its caller will wait a while for the answer (after a wait for the
+    // ask under way, or a busy stretch of the event loop, little may be left): one sent later would
+    // mostly be answered after the caller stopped waiting, its grant counted and used by no one.
+    const { decisionTimeoutMs } = this.timeouts;
+    const waitMs = decisionTimeoutMs - (this.clock.now() - askedAt);
+    const worthSendingMs = waitMs - decisionTimeoutMs / MIN_WAIT_SHARE;
+    if (worthSendingMs < 0) return NOT_YET;
+    const answer = this.asker.retry(dependency.name, request, {
+      ...this.decisionTimeouts(),
+      sendBy: Date.now() + worthSendingMs,
+    });
     if (this.asking.coalesce) this.markUnderWay(dependency, answer);
     const answered = (decision: RetryDecision) => {
       this.link.succeeded('retry');
@@ -82,11 +94,12 @@ export class FleetDecider implements Decider {
       if (!decision.allow && this.asking.coalesce) holdDenial(dependency, decision, this.clock.now());
     };
     try {
-      const waitMs = Math.max(1, this.timeouts.decisionTimeoutMs - (this.clock.now() - askedAt));
-      const decision = await within(answer, waitMs);
+      const decision = await within(answer, Math.max(1, decisionTimeoutMs - (this.clock.now() - askedAt)));
       if (decision === undefined) {
         // Slow is not down: the late answer, or its failure, tells the link. No retry without a grant.
-        void answer.then(answered, (error: unknown) => this.link.failed('retry', error, askedAt));
+        void answer.then(answered, (error: unknown) => {
+          if (!(error instanceof AskNotSentError)) this.link.failed('retry', error, askedAt);
+        });
         return NOT_YET;
       }
       answered(decision);
@@ -96,6 +109,7 @@ export class FleetDecider implements Decider {
       if (decision.reason === 'breaker_open') verdict.breaker = factsOf(decision.breaker, decision.retryAfterMs, now);
       return verdict;
     } catch (error) {
+      if (error instanceof AskNotSentError) return NOT_YET;
       if (isConfigError(error)) {
         this.link.failed('retry', error);
         return REFUSED_TOKEN;

@@ -1,6 +1,6 @@
 import type { RetryAsk, RetryDecision, RetryRequest } from '@sluice/protocol';
 import { CoordinatorUnavailableError } from '../errors';
-import { RetryCoalescer, type RetryAsking } from './retry-coalescer';
+import { AskNotSentError, RetryCoalescer, type RetryAsking } from './retry-coalescer';
 
 const TIMEOUTS = { timeoutMs: 1000, reAskWithinMs: 50 };
 
@@ -93,5 +93,29 @@ describe('RetryCoalescer', () => {
     await settle(Array.from({ length: 1500 }, () => coalescer.retry('dep', { attempt: 1 }, TIMEOUTS)));
 
     expect(batches.map((batch) => batch.length)).toEqual([1000, 500]);
+  });
+});
+
+describe('RetryCoalescer and asks whose callers stopped waiting', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  it('does not send an ask whose sendBy passed before its batch went out, and sends the rest', async () => {
+    const { transport, batches, singles } = coordinator();
+    const coalescer = new RetryCoalescer(transport);
+
+    // The window is 2 ms: by then the first ask's caller would no longer wait for an answer.
+    const late = coalescer.retry('dep', { attempt: 1 }, { ...TIMEOUTS, sendBy: Date.now() + 1 });
+    const onTime = coalescer.retry('dep', { attempt: 2 }, { ...TIMEOUTS, sendBy: Date.now() + 40 });
+    const lateOutcome = late.then(
+      () => 'answered',
+      (error: unknown) => (error instanceof AskNotSentError ? 'not sent' : String(error)),
+    );
+    await jest.advanceTimersByTimeAsync(2);
+
+    expect(await lateOutcome).toBe('not sent');
+    expect((await onTime).delayMs).toBe(2);
+    expect(batches).toEqual([]);
+    expect(singles.map((single) => single.request.attempt)).toEqual([2]);
   });
 });

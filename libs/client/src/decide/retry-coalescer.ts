@@ -9,6 +9,18 @@ export type RetryAsking = Pick<CoordinatorTransport, 'retry' | 'retries'>;
 /** How long the first ask of a batch waits for others, ms, by default. */
 export const COALESCE_WINDOW_MS = 2;
 
+/**
+ * An ask the coalescer did not send: its caller would have stopped waiting before the answer
+ * could come (its `sendBy` passed before the batch went out). Nothing was asked, so nothing was
+ * decided or counted; it says nothing of the coordinator.
+ */
+export class AskNotSentError extends Error {
+  constructor() {
+    super('the retry ask was not sent: its caller stopped waiting before the batch went out');
+    this.name = 'AskNotSentError';
+  }
+}
+
 interface Waiting {
   dep: string;
   /** The ask as `POST …/retry` would send it, its `requestId` set. */
@@ -37,7 +49,7 @@ export class RetryCoalescer {
   private waiting: Waiting[] = [];
   private timer: NodeJS.Timeout | undefined;
   /** When the batch under way must go out at the latest (epoch ms). */
-  private sendBy = Number.POSITIVE_INFINITY;
+  private batchDueAt = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly transport: RetryAsking,
@@ -52,20 +64,29 @@ export class RetryCoalescer {
       if (this.waiting.length >= MAX_RETRY_ASKS) return this.send();
       const reAskWithinMs = timeouts.reAskWithinMs ?? timeouts.timeoutMs;
       const mayWaitMs = Math.min(this.windowMs, (request.deadlineMs ?? Infinity) / 2, reAskWithinMs / 2);
-      const sendBy = Date.now() + mayWaitMs;
-      if (sendBy >= this.sendBy) return;
-      this.sendBy = sendBy;
+      const dueAt = Date.now() + mayWaitMs;
+      if (dueAt >= this.batchDueAt) return;
+      this.batchDueAt = dueAt;
       clearTimeout(this.timer);
       this.timer = setTimeout(() => this.send(), Math.max(0, Math.floor(mayWaitMs)));
     });
   }
 
-  /** Sends everything waiting, in batches of at most MAX_RETRY_ASKS. */
+  /**
+   * Sends everything waiting, in batches of at most MAX_RETRY_ASKS; an ask past its `sendBy` (its
+   * timer fired late, behind a busy event loop) is not sent: a grant its caller would no longer
+   * wait for would be counted by the fleet and used by no one.
+   */
   private send(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    this.sendBy = Number.POSITIVE_INFINITY;
-    const waiting = this.waiting;
+    this.batchDueAt = Number.POSITIVE_INFINITY;
+    const now = Date.now();
+    const waiting: Waiting[] = [];
+    for (const entry of this.waiting) {
+      if (entry.timeouts.sendBy !== undefined && entry.timeouts.sendBy < now) entry.reject(new AskNotSentError());
+      else waiting.push(entry);
+    }
     this.waiting = [];
     for (let start = 0; start < waiting.length; start += MAX_RETRY_ASKS) {
       void this.ask(waiting.slice(start, start + MAX_RETRY_ASKS));

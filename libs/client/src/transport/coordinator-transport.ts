@@ -36,6 +36,11 @@ export interface AskTimeouts {
   timeoutMs: number;
   /** A re-ask goes out only within this many ms of the first send (while the caller still waits); default `timeoutMs`. */
   reAskWithinMs?: number;
+  /**
+   * For an ask that may wait to be sent (a coalesced retry ask): it is not sent after this time
+   * (epoch ms), when its caller would stop waiting before its answer could come.
+   */
+  sendBy?: number;
 }
 
 /**
