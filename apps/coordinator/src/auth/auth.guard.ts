@@ -9,20 +9,29 @@ export type AuthenticatedRequest = FastifyRequest & { principal?: Principal };
 
 const BEARER = /^Bearer ([^\s]+)$/i;
 
+/** Who may call a route, from its decorators. */
+interface RouteAccess {
+  public: boolean;
+  adminOnly: boolean;
+}
+
 /** Bearer-token authentication and role/namespace authorization for every non-public route. */
 @Injectable()
 export class AuthGuard implements CanActivate {
+  /** Each route's access (by controller class, then handler), read from its metadata once, not per request. */
+  private readonly access = new WeakMap<object, WeakMap<object, RouteAccess>>();
+
   constructor(
     private readonly reflector: Reflector,
     private readonly tokens: TokenRegistry,
   ) {}
 
   canActivate(context: ExecutionContext): boolean {
-    const targets = [context.getHandler(), context.getClass()];
-    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) return true;
+    const access = this.accessOf(context);
+    if (access.public) return true;
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
     const principal = this.authenticate(request);
-    if (this.reflector.getAllAndOverride<boolean>(ADMIN_ROUTE, targets) && principal.role !== 'admin') {
+    if (access.adminOnly && principal.role !== 'admin') {
       throw new ApiError(403, 'forbidden', 'this route needs an admin token');
     }
     const namespace = namespaceOf(request);
@@ -31,6 +40,23 @@ export class AuthGuard implements CanActivate {
     }
     request.principal = principal;
     return true;
+  }
+
+  private accessOf(context: ExecutionContext): RouteAccess {
+    const handler = context.getHandler();
+    const controller = context.getClass();
+    let routes = this.access.get(controller);
+    if (!routes) this.access.set(controller, (routes = new WeakMap()));
+    let access = routes.get(handler);
+    if (!access) {
+      const targets = [handler, controller];
+      access = {
+        public: this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets) === true,
+        adminOnly: this.reflector.getAllAndOverride<boolean>(ADMIN_ROUTE, targets) === true,
+      };
+      routes.set(handler, access);
+    }
+    return access;
   }
 
   private authenticate(request: FastifyRequest): Principal {
