@@ -9,17 +9,12 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { freePort, killAllChildrenNow, stopAllChildren, track } from './support.mjs';
+import { commandLineValue, freePort, killAllChildrenNow, stopAllChildren, track } from './support.mjs';
 
 function readOptions() {
-  const args = process.argv.slice(2);
-  const value = (flag, fallback) => {
-    const i = args.indexOf(flag);
-    return i >= 0 ? args[i + 1] : fallback;
-  };
   return {
-    nodeTimeouts: value('--node-timeouts', '1000,3000').split(',').map(Number),
-    runs: Number(value('--runs', '3')),
+    nodeTimeouts: commandLineValue('--node-timeouts', '1000,3000').split(',').map(Number),
+    runs: Number(commandLineValue('--runs', '3')),
   };
 }
 

@@ -16,7 +16,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { freePort, killAllChildrenNow, stopAllChildren, track, waitReady } from './support.mjs';
+import { commandLineValue, freePort, killAllChildrenNow, stopAllChildren, track, waitReady } from './support.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '../..');
@@ -111,14 +111,9 @@ async function steady(Sluice, { baseUrls, dependency, dependencyUrl, ms, everyMs
 // The run.
 
 function readOptions() {
-  const args = process.argv.slice(2);
-  const value = (flag, fallback) => {
-    const i = args.indexOf(flag);
-    return i >= 0 ? args[i + 1] : fallback;
-  };
   return {
-    processes: value('--processes', '8,32').split(',').map(Number),
-    calls: value('--calls', '50,200').split(',').map(Number),
+    processes: commandLineValue('--processes', '8,32').split(',').map(Number),
+    calls: commandLineValue('--calls', '50,200').split(',').map(Number),
   };
 }
 

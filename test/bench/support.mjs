@@ -67,6 +67,13 @@ export function killAllChildrenNow() {
   for (const child of children) child.kill('SIGKILL');
 }
 
+/** The value after `flag` on the command line (`--runs 3`), or `fallback` when it is absent. */
+export function commandLineValue(flag, fallback) {
+  const args = process.argv.slice(2);
+  const i = args.indexOf(flag);
+  return i >= 0 ? args[i + 1] : fallback;
+}
+
 /** A TCP port on 127.0.0.1 that was free a moment ago. */
 export async function freePort() {
   const server = createServer();
