@@ -203,6 +203,38 @@ describe('PolicyService', () => {
     expect(reads).toHaveBeenCalledTimes(2);
   });
 
+  it('decides with the policies last read when a read fails after an event dropped the one in flight', async () => {
+    // A Cluster failover: the master holding the namespace's policies is gone, and the lost
+    // subscription says `resync` while a refresh is in flight.
+    await writeDependency(store, 'shop', 'pay', { mode: 'shadow' });
+    const now = jest.spyOn(Date, 'now');
+    const start = Date.now();
+    now.mockReturnValue(start);
+    let emit: EventHandler = () => undefined;
+    const policies = service(
+      withSubscription(store, async (_namespace, handler) => {
+        emit = handler;
+        return async () => undefined;
+      }),
+    );
+    await warm(policies, 'shop');
+    expect((await policies.forDependency('shop', 'pay')).mode).toBe('shadow');
+    let failInFlight: (error: Error) => void = () => undefined;
+    const reads = jest
+      .spyOn(store, 'readPolicies')
+      .mockImplementationOnce(() => new Promise((_resolve, reject) => (failInFlight = reject)))
+      .mockRejectedValue(new Error('store down'));
+    now.mockReturnValue(start + POLICY_CACHE_TTL_MS + 1);
+    const refreshing = policies.forDependency('shop', 'pay');
+    emit({ type: 'resync' } as Parameters<EventHandler>[0]);
+    const afterTheEvent = policies.forDependency('shop', 'pay');
+    failInFlight(new Error('store down'));
+
+    expect((await refreshing).mode).toBe('shadow');
+    expect((await afterTheEvent).mode).toBe('shadow');
+    expect(reads).toHaveBeenCalledTimes(2);
+  });
+
   it('keeps and follows at most 1000 namespaces, and stops following all of them at shutdown', async () => {
     const unsubscribed: string[] = [];
     const counted = withSubscription(store, async (namespace) => async () => {

@@ -69,6 +69,12 @@ interface Watch {
 export class PolicyService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('Policies');
   private readonly cache = new Map<string, CacheEntry>();
+  /**
+   * Each namespace's policies as last read from the store, and when that read started: what a
+   * failed read answers, even when an event dropped the cache entry in between (a lost
+   * subscription says `resync` while the store is failing over).
+   */
+  private readonly lastRead = new Map<string, { policies: NamespacePolicies; startedAt: number }>();
   private readonly watches = new Map<string, Watch>();
   private readonly fileBase: DependencyPolicy;
   private warnedSubscribe = false;
@@ -136,6 +142,7 @@ export class PolicyService implements BeforeApplicationShutdown {
     const watches = [...this.watches.values()];
     this.watches.clear();
     this.cache.clear();
+    this.lastRead.clear();
     await Promise.all(watches.map((watch) => watch.unsubscribe?.().catch(() => undefined)));
   }
 
@@ -160,13 +167,17 @@ export class PolicyService implements BeforeApplicationShutdown {
 
   /** Starts one shared read of the namespace's policies and caches it. */
   private startRead(namespace: string): CacheEntry {
-    const previous = this.cache.get(namespace);
-    const stale = previous && previous.expiresAt !== Infinity ? previous.policies : undefined;
+    const last = this.lastRead.get(namespace);
+    const stale = last && Promise.resolve(last.policies);
     this.watch(namespace);
     const startedAt = Date.now();
     const entry: CacheEntry = { policies: this.load(namespace), expiresAt: Infinity, startedAt };
     entry.policies.then(
-      () => {
+      (policies) => {
+        const known = this.lastRead.get(namespace);
+        if (this.cache.has(namespace) && (!known || known.startedAt <= startedAt)) {
+          this.lastRead.set(namespace, { policies, startedAt });
+        }
         if (this.cache.get(namespace) === entry) entry.expiresAt = startedAt + POLICY_CACHE_TTL_MS;
       },
       () => {
@@ -259,6 +270,7 @@ export class PolicyService implements BeforeApplicationShutdown {
 
   private forget(namespace: string): void {
     this.cache.delete(namespace);
+    this.lastRead.delete(namespace);
     const watch = this.watches.get(namespace);
     this.watches.delete(namespace);
     void watch?.unsubscribe?.().catch(() => undefined);
