@@ -1,5 +1,5 @@
 import { Inject, Injectable, Optional, type OnModuleDestroy } from '@nestjs/common';
-import type { DependencyRef, Store } from '@sluice/store';
+import { isStoreUnavailableError, type DependencyRef, type Store } from '@sluice/store';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { tooManyDependencies } from '../common/api-error';
@@ -56,6 +56,11 @@ export class DependencyRegistry implements OnModuleDestroy {
   /**
    * Throws too_many_dependencies (naming `field`) when the namespace is full. Simultaneous first
    * asks for one dependency (every caller at once, when it fails) share one store call.
+   *
+   * When the registry itself cannot be reached (on a Redis Cluster, the master holding the
+   * namespace's keys is failing over) the call goes on unregistered, to the dependency's own keys
+   * on a master that may well answer: its metrics are labelled as an unregistered dependency's,
+   * and its next use registers it. Only the cap waits for the registry; the decisions do not.
    */
   async admit(namespace: string, dependency: string, field = 'dep'): Promise<void> {
     const cacheKey = `${namespace}/${dependency}`;
@@ -67,7 +72,14 @@ export class DependencyRegistry implements OnModuleDestroy {
       registration = this.register(namespace, dependency, now).finally(() => this.registering.delete(cacheKey));
       this.registering.set(cacheKey, registration);
     }
-    if (!(await registration)) throw tooManyDependencies(field, this.config.maxDependenciesPerNamespace);
+    let registered: boolean;
+    try {
+      registered = await registration;
+    } catch (error) {
+      if (isStoreUnavailableError(error)) return;
+      throw error;
+    }
+    if (!registered) throw tooManyDependencies(field, this.config.maxDependenciesPerNamespace);
   }
 
   private async register(namespace: string, dependency: string, now: number): Promise<boolean> {

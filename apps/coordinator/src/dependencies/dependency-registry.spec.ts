@@ -1,4 +1,4 @@
-import { MemoryStore } from '@sluice/store';
+import { MemoryStore, StoreUnavailableError } from '@sluice/store';
 import { testConfig } from '../../../../test/support/coordinator';
 import { MetricsService } from '../metrics/metrics.service';
 import { capNamespaces } from '../store/namespace-cap';
@@ -33,6 +33,31 @@ describe('DependencyRegistry', () => {
     const outcomes = await Promise.allSettled(Array.from({ length: 10 }, () => registry.admit('shop', 'b')));
     expect(outcomes.every((outcome) => outcome.status === 'rejected')).toBe(true);
     expect(registry.isRegistered({ namespace: 'shop', dependency: 'b' })).toBe(false);
+  });
+
+  it('lets calls go on unregistered while the registry cannot be reached, and registers at the next use', async () => {
+    const store = new MemoryStore();
+    const registrations = jest
+      .spyOn(store, 'registerDependency')
+      .mockRejectedValueOnce(new StoreUnavailableError('Redis failed: Connection is closed.'));
+    const registry = registryOn(store);
+    const ref = { namespace: 'shop', dependency: 'payments-api' };
+    await Promise.all(Array.from({ length: 10 }, () => registry.admit('shop', 'payments-api')));
+    expect(registrations).toHaveBeenCalledTimes(1);
+    expect(registry.isRegistered(ref)).toBe(false);
+    await registry.admit('shop', 'payments-api');
+    expect(registrations).toHaveBeenCalledTimes(2);
+    expect(registry.isRegistered(ref)).toBe(true);
+    expect(await store.listDependencies('shop', 60_000)).toEqual(['payments-api']);
+  });
+
+  it('still refuses past the cap, and does not take another failure for unavailability', async () => {
+    const store = new MemoryStore();
+    const registry = registryOn(store, 1);
+    await registry.admit('shop', 'a');
+    await expect(registry.admit('shop', 'b')).rejects.toMatchObject({ code: 'too_many_dependencies' });
+    jest.spyOn(store, 'registerDependency').mockRejectedValueOnce(new TypeError('a bug'));
+    await expect(registry.admit('shop', 'c')).rejects.toThrow('a bug');
   });
 
   it('registers a namespace once for simultaneous first uses, under the cap', async () => {
