@@ -13,6 +13,8 @@ export interface LoadError {
   at: number;
   dep: string;
   status: number;
+  /** The API's error code of the answer (`store_unavailable`, `overloaded`, …), when it had one. */
+  code?: string;
 }
 
 /** How often every dependency is asked (once per tick, round-robin over the instances). */
@@ -67,15 +69,15 @@ export class DecisionLoad {
     const startedAt = performance.now();
     for (;;) {
       const url = this.urls[this.turn++ % this.urls.length];
-      const status = await this.once(url, dep, requestId);
+      const { status, code } = await this.once(url, dep, requestId);
       if (status === 200) return;
-      this.errors.push({ at: performance.now(), dep, status });
+      this.errors.push({ at: performance.now(), dep, status, ...(code === undefined ? {} : { code }) });
       if (performance.now() - startedAt > GIVE_UP_MS) return;
       await new Promise((resolve) => setTimeout(resolve, REASK_MS));
     }
   }
 
-  private async once(url: string, dep: string, requestId: string): Promise<number> {
+  private async once(url: string, dep: string, requestId: string): Promise<{ status: number; code?: string }> {
     try {
       const response = await fetch(`${url}/v1/shop/deps/${dep}/retry`, {
         method: 'POST',
@@ -83,14 +85,14 @@ export class DecisionLoad {
         body: JSON.stringify({ attempt: 1, idempotent: true, status: 503, requestId }),
         signal: AbortSignal.timeout(ASK_CAP_MS),
       });
-      const body = (await response.json().catch(() => ({}))) as { allow?: boolean };
+      const body = (await response.json().catch(() => ({}))) as { allow?: boolean; code?: string };
       if (response.status === 200) {
         this.decided.set(dep, (this.decided.get(dep) ?? 0) + 1);
         if (body.allow) this.granted.get(dep)?.add(requestId);
       }
-      return response.status;
+      return { status: response.status, code: body.code };
     } catch {
-      return 0; // no answer: the instance is gone or hung
+      return { status: 0 }; // no answer: the instance is gone or hung
     }
   }
 }

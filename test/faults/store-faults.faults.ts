@@ -228,9 +228,13 @@ describe('the fault suite', () => {
       cluster = await RedisClusterProcess.start({ replicasPerMaster: 1, config, startTimeoutMs: 30_000 });
       await waitForReplicas(cluster);
       const topology = await clusterTopology(cluster);
-      const victim = topology.masters[0];
+      // The master that also holds the namespace's own keys (its policies, its dependency list,
+      // its events): decisions for the other masters' dependencies must not need them.
+      const victim = topology.masters.find((master) => owns(master, calculateSlot('shop')))!;
       const victimDeps = depsOwnedBy(victim, 2);
-      const healthyDeps = topology.masters.slice(1).flatMap((master) => depsOwnedBy(master, 2));
+      const healthyDeps = topology.masters
+        .filter((master) => master !== victim)
+        .flatMap((master) => depsOwnedBy(master, 2));
       const deps = [...victimDeps, ...healthyDeps];
       running = await startUnderLoad(
         { SLUICE_REDIS_CLUSTER_NODES: cluster.nodes.join(','), SLUICE_DURABILITY: 'replica' },
@@ -350,10 +354,13 @@ async function waitForReplicas(cluster: RedisClusterProcess): Promise<void> {
 function depsOwnedBy(master: MasterNode, count: number): string[] {
   const names: string[] = [];
   for (let i = 0; names.length < count; i++) {
-    const slot = calculateSlot(`shop/load-${i}`);
-    if (master.slots.some(([start, end]) => slot >= start && slot <= end)) names.push(`load-${i}`);
+    if (owns(master, calculateSlot(`shop/load-${i}`))) names.push(`load-${i}`);
   }
   return names;
+}
+
+function owns(master: MasterNode, slot: number): boolean {
+  return master.slots.some(([start, end]) => slot >= start && slot <= end);
 }
 
 /**
