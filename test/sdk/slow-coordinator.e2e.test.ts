@@ -55,15 +55,19 @@ describe('a slow coordinator is not a lost one', () => {
       const error = await failure(stock.fetch(`${server.url}/slow/${i}`));
       expect([error.reason, error.attempts]).toEqual(['coordinator_unavailable', 1]);
     }
+    // Every call asked, unless the wait for the ask under way left it too little time (on a loaded
+    // machine); every ask sent is answered late.
+    const retryAsks = () => proxy.count((line) => line.endsWith('/retry'));
+    expect(retryAsks()).toBeGreaterThan(0);
     await waitUntil(
-      () => proxy.answered.filter((line) => line.endsWith('/retry 200')).length === 6,
+      () => proxy.answered.filter((line) => line.endsWith('/retry 200')).length === retryAsks(),
       5000,
       () => `the late answers never came: ${proxy.answered.join(', ')}`,
     );
     expect(sluice.fallbackActive).toBe(false);
     expect(switches).toEqual([]);
-    // The coordinator granted and counted them: a late grant is lost, never spent twice.
-    expect(await retryDecisions(coordinator.url, 'stock', 'granted')).toBe(6);
+    // The coordinator granted and counted each ask it got: a late grant is lost, never spent twice.
+    expect(await retryDecisions(coordinator.url, 'stock', 'granted')).toBe(retryAsks());
 
     // Now nothing answers within the request timeout: after three failures in a row, the fallback.
     delay = () => 2000;
