@@ -33,6 +33,14 @@ export class DependencyRegistry implements OnModuleDestroy {
   private readonly sweeper: NodeJS.Timeout;
   /** Registrations made before this (epoch ms) are not trusted: the store lost them in a reset. */
   private trustedSince = 0;
+  /**
+   * By namespace, the dependencies let through unregistered while its registry could not be
+   * reached; at most the per-namespace cap of them in all, so an outage of the registry does not
+   * let a flood of new names create state. A namespace's are forgotten once a registration in it
+   * succeeds again (the rest register at their next use).
+   */
+  private readonly unverified = new Map<string, Set<string>>();
+  private unverifiedCount = 0;
 
   constructor(
     @Inject(STORE) private readonly store: Store,
@@ -60,7 +68,8 @@ export class DependencyRegistry implements OnModuleDestroy {
    * When the registry itself cannot be reached (on a Redis Cluster, the master holding the
    * namespace's keys is failing over) the call goes on unregistered, to the dependency's own keys
    * on a master that may well answer: its metrics are labelled as an unregistered dependency's,
-   * and its next use registers it. Only the cap waits for the registry; the decisions do not.
+   * and its next use registers it. At most the per-namespace cap of dependencies, over all
+   * namespaces, go on so; past it the registry's failure is the call's.
    */
   async admit(namespace: string, dependency: string, field = 'dep'): Promise<void> {
     const cacheKey = `${namespace}/${dependency}`;
@@ -76,10 +85,21 @@ export class DependencyRegistry implements OnModuleDestroy {
     try {
       registered = await registration;
     } catch (error) {
-      if (isStoreUnavailableError(error)) return;
+      if (isStoreUnavailableError(error) && this.letThroughUnverified(namespace, dependency)) return;
       throw error;
     }
     if (!registered) throw tooManyDependencies(field, this.config.maxDependenciesPerNamespace);
+  }
+
+  /** Whether a dependency may go on while its registry cannot be reached (see {@link admit}). */
+  private letThroughUnverified(namespace: string, dependency: string): boolean {
+    let names = this.unverified.get(namespace);
+    if (names?.has(dependency)) return true;
+    if (this.unverifiedCount >= this.config.maxDependenciesPerNamespace) return false;
+    if (!names) this.unverified.set(namespace, (names = new Set()));
+    names.add(dependency);
+    this.unverifiedCount++;
+    return true;
   }
 
   private async register(namespace: string, dependency: string, now: number): Promise<boolean> {
@@ -87,6 +107,11 @@ export class DependencyRegistry implements OnModuleDestroy {
       { namespace, dependency },
       { cap: this.config.maxDependenciesPerNamespace, retentionMs: REGISTRY_RETENTION_MS, by: 'caller' },
     );
+    const unverified = this.unverified.get(namespace);
+    if (unverified) {
+      this.unverifiedCount -= unverified.size;
+      this.unverified.delete(namespace);
+    }
     if (registered === 'refused') return false;
     this.remember(`${namespace}/${dependency}`, now + RENEW_AFTER_MS);
     return true;

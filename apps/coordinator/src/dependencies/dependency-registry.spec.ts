@@ -51,6 +51,26 @@ describe('DependencyRegistry', () => {
     expect(await store.listDependencies('shop', 60_000)).toEqual(['payments-api']);
   });
 
+  it('lets at most the cap of new dependencies through while the registry cannot be reached', async () => {
+    const store = new MemoryStore();
+    const unavailable = jest
+      .spyOn(store, 'registerDependency')
+      .mockRejectedValue(new StoreUnavailableError('Redis failed: Connection is closed.'));
+    const registry = registryOn(store, 3);
+    for (const name of ['a', 'b', 'c']) await registry.admit('shop', name);
+    // The cap counts over every namespace: a fourth name anywhere gets the registry's failure.
+    await expect(registry.admit('other', 'a')).rejects.toBeInstanceOf(StoreUnavailableError);
+    await registry.admit('shop', 'a'); // already let through: still goes on
+    // The registry answers again: what it let through is forgotten, and new names go on.
+    unavailable.mockRestore();
+    await registry.admit('shop', 'e');
+    expect(await store.listDependencies('shop', 60_000)).toEqual(['e']);
+    jest
+      .spyOn(store, 'registerDependency')
+      .mockRejectedValue(new StoreUnavailableError('Redis failed: Connection is closed.'));
+    await registry.admit('shop', 'f');
+  });
+
   it('still refuses past the cap, and does not take another failure for unavailability', async () => {
     const store = new MemoryStore();
     const registry = registryOn(store, 1);
