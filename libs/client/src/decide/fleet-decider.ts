@@ -94,7 +94,7 @@ export class FleetDecider implements Decider {
       if (!decision.allow && this.asking.coalesce) holdDenial(dependency, decision, this.clock.now());
     };
     try {
-      const decision = await within(answer, Math.max(1, decisionTimeoutMs - (this.clock.now() - askedAt)));
+      const decision = await within(answer, waitMs);
       if (decision === undefined) {
         // Slow is not down: the late answer, or its failure, tells the link. No retry without a grant.
         void answer.then(answered, (error: unknown) => {
