@@ -9,7 +9,9 @@ import { AppModule } from './app.module';
 import { BODY_LIMIT_BYTES } from './common/body-limit';
 import { sendError } from './common/http-error.filter';
 import { checkJsonObjectBody } from './common/json-body';
+import { installDirectRoutes } from './common/direct-routes';
 import { installRequestValidation } from './common/request-validation';
+import { createValidationPipe } from './common/validation.pipe';
 import { isLoopbackHost, type SluiceConfig } from './config/config';
 import { createLogger, NestPinoLogger, withRequestLog } from './logging/logger';
 import { MetricsService } from './metrics/metrics.service';
@@ -44,6 +46,9 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register({ config, policies }), adapter, {
     logger: new NestPinoLogger(logger),
     abortOnError: false,
+    // Fastify's own JSON parser (the same secure-json-parse rules, parsed from a string): Nest's
+    // re-registration reads every body as a buffer and parses it through a wrapper per request.
+    bodyParser: false,
   });
   app.enableShutdownHooks();
   const fastify = app.getHttpAdapter().getInstance();
@@ -66,7 +71,9 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
     }
   });
   // Bodies' shape, then path, query and body against the document's schemas: linear time, before the pipe.
-  installRequestValidation(app);
+  const validators = installRequestValidation(app);
+  // The decision routes: the same checks without Nest's per-request pipeline.
+  installDirectRoutes(app, { validators, pipe: createValidationPipe() });
   fastify.addHook('preHandler', (request, _reply, done) => withRequestLog(request, done));
   fastify.addHook('onResponse', (request, reply, done) => {
     metrics.httpRequestDuration.observe(

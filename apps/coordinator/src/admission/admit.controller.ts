@@ -7,6 +7,7 @@ import { TAGS } from '../openapi/tags';
 import { AdmitRequestDto } from './admit.dto';
 import { AdmitService } from './admit.service';
 import { SerializedAs } from '../openapi/serialization';
+import { ServedDirectly } from '../common/direct-routes';
 
 @ApiTags(TAGS.dependencies.name)
 @Controller('v1/:ns/deps/:dep/admit')
@@ -15,6 +16,7 @@ export class AdmitController {
 
   @Post()
   @HttpCode(200)
+  @ServedDirectly()
   @SerializedAs('AdmitDecision')
   @DecisionRoute({
     operationId: 'admitCall',

@@ -1,4 +1,4 @@
-import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Injectable, type Type } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../common/api-error';
@@ -10,7 +10,7 @@ export type AuthenticatedRequest = FastifyRequest & { principal?: Principal };
 const BEARER = /^Bearer ([^\s]+)$/i;
 
 /** Who may call a route, from its decorators. */
-interface RouteAccess {
+export interface RouteAccess {
   public: boolean;
   adminOnly: boolean;
 }
@@ -27,9 +27,19 @@ export class AuthGuard implements CanActivate {
   ) {}
 
   canActivate(context: ExecutionContext): boolean {
-    const access = this.accessOf(context);
-    if (access.public) return true;
-    const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
+    this.authorize(
+      context.switchToHttp().getRequest<AuthenticatedRequest>(),
+      this.accessOf(context.getClass(), context.getHandler()),
+    );
+    return true;
+  }
+
+  /**
+   * Throws the API's 401 or 403 unless the request may call a route of this access; on success the
+   * request carries its `principal`.
+   */
+  authorize(request: AuthenticatedRequest, access: RouteAccess): void {
+    if (access.public) return;
     const principal = this.authenticate(request);
     if (access.adminOnly && principal.role !== 'admin') {
       throw new ApiError(403, 'forbidden', 'this route needs an admin token');
@@ -39,12 +49,10 @@ export class AuthGuard implements CanActivate {
       throw new ApiError(403, 'forbidden', `the token may not touch namespace "${namespace}"`);
     }
     request.principal = principal;
-    return true;
   }
 
-  private accessOf(context: ExecutionContext): RouteAccess {
-    const handler = context.getHandler();
-    const controller = context.getClass();
+  /** The access of a controller's handler, read from its metadata once. */
+  accessOf(controller: Type, handler: ReturnType<ExecutionContext['getHandler']>): RouteAccess {
     let routes = this.access.get(controller);
     if (!routes) this.access.set(controller, (routes = new WeakMap()));
     let access = routes.get(handler);

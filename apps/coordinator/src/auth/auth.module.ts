@@ -13,7 +13,9 @@ import { TokenRegistry } from './token-registry';
       inject: [SLUICE_CONFIG],
       useFactory: (config: SluiceConfig) => new TokenRegistry(config.tokens),
     },
-    { provide: APP_GUARD, useClass: AuthGuard },
+    AuthGuard,
+    { provide: APP_GUARD, useExisting: AuthGuard },
   ],
+  exports: [AuthGuard],
 })
 export class AuthModule {}

@@ -7,6 +7,7 @@ import { TAGS } from '../openapi/tags';
 import { ReportRequestDto } from './reports.dto';
 import { ReportsService } from './reports.service';
 import { SerializedAs } from '../openapi/serialization';
+import { ServedDirectly } from '../common/direct-routes';
 
 @ApiTags(TAGS.dependencies.name)
 @Controller('v1/:ns/reports')
@@ -15,6 +16,7 @@ export class ReportsController {
 
   @Post()
   @HttpCode(200)
+  @ServedDirectly()
   @SerializedAs('ReportResponse')
   @ClientRoute({
     operationId: 'reportOutcomes',

@@ -7,6 +7,7 @@ import { TAGS } from '../openapi/tags';
 import { RetryBatchRequestDto } from './retries.dto';
 import { RetryBatchService } from './retry-batch.service';
 import { SerializedAs } from '../openapi/serialization';
+import { ServedDirectly } from '../common/direct-routes';
 
 @ApiTags(TAGS.dependencies.name)
 @Controller('v1/:ns/retries')
@@ -15,6 +16,7 @@ export class RetriesController {
 
   @Post()
   @HttpCode(200)
+  @ServedDirectly()
   @SerializedAs('RetryBatchDecision')
   @DecisionRoute({
     operationId: 'decideRetries',

@@ -7,6 +7,7 @@ import { TAGS } from '../openapi/tags';
 import { RetryRequestDto } from './retry.dto';
 import { RetryService } from './retry.service';
 import { SerializedAs } from '../openapi/serialization';
+import { ServedDirectly } from '../common/direct-routes';
 
 @ApiTags(TAGS.dependencies.name)
 @Controller('v1/:ns/deps/:dep/retry')
@@ -15,6 +16,7 @@ export class RetryController {
 
   @Post()
   @HttpCode(200)
+  @ServedDirectly()
   @SerializedAs('RetryDecision')
   @DecisionRoute({
     operationId: 'decideRetry',

@@ -57,16 +57,17 @@ let compiled: RequestValidators | undefined;
 
 /**
  * Adds the shape checks (preParsing and preValidation hooks) and the schema checks (a global
- * guard). Call it after checkJsonObjectBody's preValidation hook (415 for another content
+ * guard); returns the compiled validators. Call it after checkJsonObjectBody's preValidation hook (415 for another content
  * type, 400 for a body that is not an object), so that one runs first.
  */
-export function installRequestValidation(app: NestFastifyApplication): void {
+export function installRequestValidation(app: NestFastifyApplication): RequestValidators {
   compiled ??= compileRequestValidators(createOpenApiDocument(app));
   const fastify = app.getHttpAdapter().getInstance();
   // Callback hooks: no promise per request on the decision routes.
   fastify.addHook('preParsing', (request, _reply, payload, done) => done(null, scanLargeJsonBody(request, payload)));
   fastify.addHook('preValidation', (request, _reply, done) => done(shapeError(request)));
   app.useGlobalGuards(new RequestSchemaGuard(compiled));
+  return compiled;
 }
 
 /**

@@ -8,6 +8,7 @@ import { TAGS } from '../openapi/tags';
 import { TakeRequestDto } from './take.dto';
 import { LimitsService } from './limits.service';
 import { SerializedAs } from '../openapi/serialization';
+import { ServedDirectly } from '../common/direct-routes';
 
 const wholeSeconds = (ms: number) => String(Math.ceil(ms / 1000));
 
@@ -21,6 +22,7 @@ export class LimitsController {
   /** Answers 200 either way, with the IETF RateLimit headers and, when denied, Retry-After. */
   @Post()
   @HttpCode(200)
+  @ServedDirectly()
   @SerializedAs('TakeDecision')
   @DecisionRoute({
     operationId: 'takeLimit',
