@@ -79,7 +79,10 @@ class ThingsController {
   }
 }
 
-async function appWith(controller: Type, tokens = [{ id: 'shop', secret: SECRET, role: 'client' as const, namespaces: ['shop'] }]) {
+async function appWith(
+  controller: Type,
+  tokens = [{ id: 'shop', secret: SECRET, role: 'client' as const, namespaces: ['shop'] }],
+) {
   const moduleRef = await Test.createTestingModule({
     controllers: [controller],
     providers: [
@@ -138,7 +141,7 @@ describe('routes served directly', () => {
     expect(res.headers['x-thing']).toBe('a');
   });
 
-  it("checks the token before the body: an invalid body with no token is a 401, not a 400", async () => {
+  it('checks the token before the body: an invalid body with no token is a 401, not a 400', async () => {
     expect((await ask('direct', 'shop/things/a', { count: 'x' }, null)).status).toBe(401);
   });
 });
