@@ -5,8 +5,8 @@ import { findFreePorts } from '../support/ports';
 import { waitUntil } from '../support/redis-server';
 
 // The built service's logs: one pino instance for Fastify and Nest, so every line is one JSON object
-// on stdout, SLUICE_LOG_LEVEL applies to both, and a line written while serving a request (by the
-// error filter, or by a service through Nest's Logger) carries that request's reqId.
+// on stdout, SLUICE_LOG_LEVEL applies to both, and a line written about a request (by the error
+// filter, or by a service given the request's logger) carries that request's reqId.
 
 const MAIN = join(__dirname, '../../dist/apps/coordinator/src/main.js');
 
@@ -84,7 +84,7 @@ describe('the built service logs (npm run build)', () => {
     });
     expect(retry.status).toBe(503);
     expect(((await retry.json()) as { code: string }).code).toBe('store_unavailable');
-    // The event stream's service logs through Nest's Logger, not through the request.
+    // The event stream's service logs its failure to the request's logger.
     const events = await fetch(`${service.url}/v1/shop/events`, { headers: { 'x-request-id': 'logs-events-1' } });
     await events.text();
 

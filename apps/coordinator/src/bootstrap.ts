@@ -13,7 +13,7 @@ import { installDirectRoutes } from './common/direct-routes';
 import { installRequestValidation } from './common/request-validation';
 import { createValidationPipe } from './common/validation.pipe';
 import { isLoopbackHost, type SluiceConfig } from './config/config';
-import { createLogger, NestPinoLogger, withRequestLog } from './logging/logger';
+import { createLogger, NestPinoLogger } from './logging/logger';
 import { MetricsService } from './metrics/metrics.service';
 import { registerLoadShedding } from './overload/load-shedding';
 import { setupOpenApi } from './openapi/document';
@@ -27,7 +27,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export async function createCoordinator(config: SluiceConfig): Promise<NestFastifyApplication> {
   const policies: PoliciesFile = config.policiesFile ? readPoliciesFile(config.policiesFile) : { namespaces: {} };
   const verbose = config.logLevel === 'debug' || config.logLevel === 'trace';
-  // One pino instance for Fastify and Nest: lines written while serving a request carry its reqId.
+  // One pino instance for Fastify and Nest; a request's own logger (request.log) carries its reqId.
   const logger = createLogger(config.logLevel);
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
@@ -53,9 +53,6 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
   app.enableShutdownHooks();
   const fastify = app.getHttpAdapter().getInstance();
   const metrics = app.get(MetricsService);
-  // The request's logger is the current one from its first hook, and again from preHandler on
-  // (reading the body runs in the socket's context, not the request's).
-  fastify.addHook('onRequest', (request, _reply, done) => withRequestLog(request, done));
   // Callback hooks here and below: no promise per request.
   fastify.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
@@ -74,7 +71,6 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
   const validators = installRequestValidation(app);
   // The decision routes: the same checks without Nest's per-request pipeline.
   installDirectRoutes(app, { validators, pipe: createValidationPipe() });
-  fastify.addHook('preHandler', (request, _reply, done) => withRequestLog(request, done));
   fastify.addHook('onResponse', (request, reply, done) => {
     metrics.httpRequestDuration.observe(
       { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },

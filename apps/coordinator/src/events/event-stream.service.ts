@@ -1,4 +1,5 @@
-import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
+import type { FastifyBaseLogger } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { BreakerEvent, SluiceEvents } from '@sluice/protocol';
@@ -51,7 +52,6 @@ type Send = <E extends keyof SluiceEvents>(event: E, data: SluiceEvents[E]) => v
 
 @Injectable()
 export class EventStreamService implements BeforeApplicationShutdown {
-  private readonly logger = new Logger('Events');
   private readonly open = new Set<() => Promise<void>>();
 
   constructor(
@@ -68,8 +68,11 @@ export class EventStreamService implements BeforeApplicationShutdown {
     response.end();
   }
 
-  /** Streams to `response` (already hijacked from the framework) until the client goes away. */
-  async stream(request: EventSubscription, response: ServerResponse): Promise<void> {
+  /**
+   * Streams to `response` (already hijacked from the framework) until the client goes away; a
+   * failure is logged to `log`, the request's own logger.
+   */
+  async stream(request: EventSubscription, response: ServerResponse, log: FastifyBaseLogger): Promise<void> {
     response.writeHead(200, STREAM_HEADERS);
     const send: Send = (event, data) => {
       if (!response.writableEnded) response.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
@@ -119,7 +122,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
       );
       await followAll();
     } catch (error) {
-      this.logger.warn(`event stream for ${request.namespace} failed: ${(error as Error).message}`);
+      log.warn({ context: 'Events' }, `event stream for ${request.namespace} failed: ${(error as Error).message}`);
       await close();
     }
   }

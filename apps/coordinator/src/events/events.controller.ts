@@ -60,6 +60,10 @@ export class EventsController {
   ): Promise<void> {
     reply.hijack();
     if (reply.request.method === 'HEAD') return this.streams.head(reply.raw);
-    await this.streams.stream({ namespace: params.ns, dependencies: query.deps?.split(',') }, reply.raw);
+    await this.streams.stream(
+      { namespace: params.ns, dependencies: query.deps?.split(',') },
+      reply.raw,
+      reply.request.log,
+    );
   }
 }
