@@ -27,7 +27,10 @@ function decisionPathOptions(commandTimeoutMs: number): RedisOptions {
     maxRetriesPerRequest: 0,
     connectTimeout: Math.max(1000, commandTimeoutMs),
     retryStrategy: (attempt) => Math.min(50 * attempt, 500),
-    enableAutoPipelining: true,
+    // Each command is written when it is made, not on the next tick with the others: at 32
+    // concurrent decisions the standalone coordinator answered 20–50 % more per second
+    // (bench:decisions). The socket still batches what queues behind a pending write.
+    enableAutoPipelining: false,
     lazyConnect: false,
   };
 }
@@ -51,6 +54,7 @@ export function createRedisClient(options: RedisConnectionOptions): RedisClient 
     const cluster = new Cluster(clusterSeeds(options.clusterNodes), {
       redisOptions,
       enableOfflineQueue: false,
+      // Commands for one node go out together (not measured against the standalone setting above).
       enableAutoPipelining: true,
       clusterRetryStrategy: (attempt) => Math.min(50 * attempt, 500),
       slotsRefreshTimeout: Math.max(1000, options.commandTimeoutMs),
