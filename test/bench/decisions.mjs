@@ -2,7 +2,9 @@
 // decide_retry script, and against redis-benchmark calling that script directly; then the
 // coordinator's batched path (POST /v1/{ns}/retries, BATCH_SIZE asks for one dependency a request,
 // decided by decide_retries-N.lua in one script call), in decisions per second beside them.
-// Run with `npm run bench:decisions` (builds dist/ first). Output: test/bench/results/ only.
+// The HTTP contenders run side by side: all started once, then measured in turn for ROUNDS rounds,
+// each row the median round, so a noisy minute on a shared machine moves every contender alike.
+// Run with `npm run bench:decisions [-- --rounds N]` (builds dist/ first). Output: test/bench/results/ only.
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -17,6 +19,7 @@ import {
   startChild,
   stopAllChildren,
   stopChild,
+  commandLineValue,
   waitReady,
 } from './support.mjs';
 
@@ -29,7 +32,9 @@ const REDIS_PORT = 6379;
 const REDIS_URL = `redis://${REDIS_HOST}:${REDIS_PORT}`;
 const CONNECTIONS = 32;
 const WARMUP_SECONDS = 2;
-const LOAD_SECONDS = 10;
+/** Seconds of one measured round; each HTTP contender gets ROUNDS of them, in turn with the others. */
+const LOAD_SECONDS = 5;
+const ROUNDS = Number(commandLineValue('--rounds', '3'));
 const NAMESPACE = 'bench';
 const DEPENDENCIES = ['payments', 'search', 'inventory', 'profile'];
 /**
@@ -81,20 +86,50 @@ async function expectGrant(baseUrl, [first]) {
   }
 }
 
-/** Starts a server, waits for it, warms it up, measures it, stops it. */
-async function measureHttp(name, { args, env, load = requests }) {
+/** Starts a server, waits for it and checks one answer; the caller measures it and stops it. */
+async function startHttp(name, { args, env, load = requests }) {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const child = startChild(process.execPath, args(port), { cwd: ROOT, env: { ...cleanEnv(), ...env(port) } });
   try {
     await waitReady(`${baseUrl}/health/ready`, child);
     await expectGrant(baseUrl, load);
-    process.stdout.write(`${name}: warming up ${WARMUP_SECONDS} s, measuring ${LOAD_SECONDS} s...\n`);
-    await httpLoad(baseUrl, { requests: load, connections: CONNECTIONS, durationSeconds: WARMUP_SECONDS });
-    return await httpLoad(baseUrl, { requests: load, connections: CONNECTIONS, durationSeconds: LOAD_SECONDS });
-  } finally {
+  } catch (error) {
     await stopChild(child);
+    throw error;
   }
+  return { name, baseUrl, child, load, rounds: [] };
+}
+
+/**
+ * Warms every server up, then measures them in turn, ROUNDS times over; each server idles while
+ * another is measured. A contender's result is its median round by requests/s.
+ */
+async function measureInTurn(servers) {
+  for (const server of servers) {
+    process.stdout.write(`${server.name}: warming up ${WARMUP_SECONDS} s\n`);
+    await httpLoad(server.baseUrl, {
+      requests: server.load,
+      connections: CONNECTIONS,
+      durationSeconds: WARMUP_SECONDS,
+    });
+  }
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const server of servers) {
+      process.stdout.write(`round ${round}/${ROUNDS}: ${server.name}, ${LOAD_SECONDS} s\n`);
+      server.rounds.push(
+        await httpLoad(server.baseUrl, {
+          requests: server.load,
+          connections: CONNECTIONS,
+          durationSeconds: LOAD_SECONDS,
+        }),
+      );
+    }
+  }
+  return servers.map((server) => {
+    const sorted = [...server.rounds].sort((a, b) => a.rps - b.rps);
+    return { ...sorted[Math.floor(sorted.length / 2)], roundsRps: server.rounds.map((r) => Math.round(r.rps)) };
+  });
 }
 
 /** The inherited environment without any SLUICE_* variable, so only ours apply. */
@@ -102,8 +137,8 @@ function cleanEnv() {
   return Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('SLUICE_')));
 }
 
-async function measureCoordinator(policiesFile, { name = 'coordinator', load = requests } = {}) {
-  return measureHttp(name, {
+function startCoordinator(policiesFile, { name = 'coordinator', load = requests } = {}) {
+  return startHttp(name, {
     load,
     args: () => ['dist/apps/coordinator/src/main.js'],
     env: (port) => ({
@@ -117,14 +152,8 @@ async function measureCoordinator(policiesFile, { name = 'coordinator', load = r
   });
 }
 
-/** The batched path: requests/s and latency are per batch; decisions/s is BATCH_SIZE times requests/s. */
-async function measureBatched(policiesFile) {
-  const result = await measureCoordinator(policiesFile, { name: 'coordinator-batched', load: batchRequests });
-  return { ...result, decisionsPerRequest: BATCH_SIZE };
-}
-
-async function measureBaseline() {
-  return measureHttp('baseline', {
+function startBaseline() {
+  return startHttp('baseline', {
     args: () => ['test/bench/baseline-server.mjs'],
     env: (port) => ({
       BENCH_PORT: String(port),
@@ -133,6 +162,26 @@ async function measureBaseline() {
       BENCH_BUDGET: JSON.stringify(BUDGET),
     }),
   });
+}
+
+/** The HTTP contenders side by side (see measureInTurn); a server that fails to start fails the run. */
+async function measureHttpContenders(policiesFile) {
+  const servers = [];
+  try {
+    servers.push(await startCoordinator(policiesFile));
+    servers.push(await startCoordinator(policiesFile, { name: 'coordinator-batched', load: batchRequests }));
+    servers.push(await startCoordinator(policiesFile, { name: 'coordinator-reports', load: reportRequests }));
+    servers.push(await startBaseline());
+    const results = await measureInTurn(servers);
+    const perRequest = { 'coordinator-batched': BATCH_SIZE, 'coordinator-reports': 0 };
+    return results.map((result, i) => ({
+      contender: servers[i].name,
+      ...result,
+      ...(servers[i].name in perRequest ? { decisionsPerRequest: perRequest[servers[i].name] } : {}),
+    }));
+  } finally {
+    for (const server of servers) await stopChild(server.child);
+  }
 }
 
 /** EVALSHA straight from redis-benchmark: a short pilot run sizes the real one to about LOAD_SECONDS. */
@@ -192,7 +241,7 @@ function printTable(results) {
   const number = (value, digits) =>
     value === null || value === undefined ? 'n/a' : String(Number(value.toFixed(digits)));
   const rows = results.map((result) => {
-    if (result.failed) return [result.contender, 'failed', '', '', '', '', ''];
+    if (result.failed) return [result.contender, 'failed', '', '', '', '', '', ''];
     const decisions = result.rps * (result.decisionsPerRequest ?? 1);
     return [
       result.contender,
@@ -202,16 +251,26 @@ function printTable(results) {
       number(result.p99Ms, 3),
       baseline && decisions > 0 ? `${(decisions / baseline.rps).toFixed(2)}x` : '-',
       String(result.non2xx + result.errors + result.timeouts),
+      result.roundsRps ? result.roundsRps.join(' / ') : '-',
     ];
   });
-  const header = ['contender', 'requests/s', 'decisions/s', 'p50 ms', 'p99 ms', 'vs baseline', 'errors'];
+  const header = [
+    'contender',
+    'requests/s',
+    'decisions/s',
+    'p50 ms',
+    'p99 ms',
+    'vs baseline',
+    'errors',
+    'rounds, requests/s',
+  ];
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
   const pad = (cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]));
   const line = (cells) => cells.map(pad).join(' | ');
   console.log(`\n${line(header)}\n${widths.map((width) => '-'.repeat(width)).join('-|-')}`);
   for (const row of rows) console.log(line(row));
   console.log(
-    '(autocannon measures latency to the whole millisecond; errors: non-2xx answers, socket errors, timeouts; ' +
+    '(HTTP rows: the median of the rounds, by requests/s; autocannon measures latency to the whole millisecond; errors: non-2xx answers, socket errors, timeouts; ' +
       `coordinator-batched: ${BATCH_SIZE} asks for one dependency a request, its latency per request; ` +
       'coordinator-reports: one report of one dependency a request (its requests/s are reports/s); ' +
       'vs baseline: decisions/s over the baseline\u2019s single decisions/s)',
@@ -245,13 +304,14 @@ async function main() {
       connections: CONNECTIONS,
       warmupSeconds: WARMUP_SECONDS,
       loadSeconds: LOAD_SECONDS,
+      rounds: ROUNDS,
       dependencies: DEPENDENCIES.length,
       batchSize: BATCH_SIZE,
       keyPrefix: PREFIX,
     };
     console.log(
       `node ${environment.node}, ${environment.cores} cores (${environment.cpu}), redis ${redisVersion}; ` +
-        `${CONNECTIONS} connections, ${DEPENDENCIES.length} dependencies, ${LOAD_SECONDS} s per contender`,
+        `${CONNECTIONS} connections, ${DEPENDENCIES.length} dependencies, ${ROUNDS} rounds of ${LOAD_SECONDS} s per HTTP contender`,
     );
 
     const policiesFile = join(tempDir, 'policies.json');
@@ -260,16 +320,17 @@ async function main() {
       JSON.stringify({ namespaces: { [NAMESPACE]: { default: { retryBudget: BUDGET } } } }),
     );
 
-    const results = [
-      await measure('coordinator', () => measureCoordinator(policiesFile)),
-      await measure('coordinator-batched', () => measureBatched(policiesFile)),
-      await measure('coordinator-reports', async () => ({
-        ...(await measureCoordinator(policiesFile, { name: 'coordinator-reports', load: reportRequests })),
-        decisionsPerRequest: 0,
-      })),
-      await measure('baseline', () => measureBaseline()),
-      await measure('redis-benchmark', () => measureRedisBenchmark(redis)),
-    ];
+    const results = [];
+    try {
+      results.push(...(await measureHttpContenders(policiesFile)));
+    } catch (error) {
+      console.error(`the HTTP contenders failed: ${error.message}`);
+      process.exitCode = 1;
+      for (const contender of ['coordinator', 'coordinator-batched', 'coordinator-reports', 'baseline']) {
+        results.push({ contender, failed: error.message });
+      }
+    }
+    results.push(await measure('redis-benchmark', () => measureRedisBenchmark(redis)));
     printTable(results);
 
     const resultsDir = join(ROOT, 'test/bench/results');
