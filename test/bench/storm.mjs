@@ -33,6 +33,8 @@ const MODES = [
   { name: 'coalesced', coalesce: true },
 ];
 const now = () => performance.timeOrigin + performance.now();
+/** The header the scripted dependency stamps its 503s with: when it sent them (epoch ms). */
+const FAILED_AT = 'x-failed-at';
 /** The storm's first attempts that have not all come by then fail anyway, this long after the first (a starved machine). */
 const RELEASE_AFTER_MS = 3000;
 
@@ -54,10 +56,18 @@ async function caller() {
       coalesceRetryAsks: coalesce,
     });
     const dep = sluice.dependency(dependency, { idempotent: true, maxAttempts: 2, hedge: false, timeoutMs: 5000 });
-    /** When each call's retry decision came (epoch ms): a retry event or a give-up. */
-    const decidedAt = [];
-    dep.onRetry(() => decidedAt.push(now()));
-    dep.onGiveUp((event) => event.error.attempts === 1 && decidedAt.push(now()));
+    /**
+     * How long each retry decision took (ms): from the call's 503 (the dependency stamps when it
+     * sent it) to the retry or the give-up. A call that gave up without a 503 (refused before any
+     * attempt reached the dependency) had no retry decision to wait for.
+     */
+    const decisionMs = [];
+    const sinceFailure = (error) => {
+      const failedAt = Number(error?.response?.headers?.get(FAILED_AT));
+      if (failedAt > 0) decisionMs.push(now() - failedAt);
+    };
+    dep.onRetry((event) => sinceFailure(event.error));
+    dep.onGiveUp((event) => event.error.attempts === 1 && sinceFailure(event.error.lastError));
     // Warm: the dependency's view read, and the decision path with its connections (on a dependency
     // of its own, whose budget is not the storm's), before the storm.
     const warm = sluice.dependency(`${dependency}-warm`, { idempotent: true, maxAttempts: 2, hedge: false });
@@ -81,7 +91,7 @@ async function caller() {
       ),
     );
     await sluice.close();
-    process.send({ type: 'done', ends, decidedAt });
+    process.send({ type: 'done', ends, decisionMs });
   });
   process.send({ type: 'up' });
 }
@@ -128,7 +138,7 @@ async function startDependency() {
     atOnce: 0,
     timer: undefined,
   };
-  const fail = (res) => res.writeHead(503, { 'content-type': 'text/plain' }).end('down');
+  const fail = (res) => res.writeHead(503, { 'content-type': 'text/plain', [FAILED_AT]: String(now()) }).end('down');
   const server = createServer((req, res) => {
     if (req.url === '/warm' || req.url === '/ok') return res.end('ok');
     if (req.url.startsWith('/warm/')) return req.headers['sluice-attempt'] === '1' ? fail(res) : res.end('ok');
@@ -308,11 +318,8 @@ async function runOne({ callers, coordinators, redis, dependency, calls, mode })
   const results = await Promise.all(done);
   await sleep(200); // the last reports land
   const after = { ...(await coordinatorCounts(coordinators, name)), scripts: await scriptCalls(redis) };
-  const { releasedAt, retries, atOnce } = dependency.server.state;
-  const latencies = results
-    .flatMap((r) => r.decidedAt)
-    .map((at) => at - releasedAt)
-    .sort((a, b) => a - b);
+  const { retries, atOnce } = dependency.server.state;
+  const latencies = results.flatMap((r) => r.decisionMs).sort((a, b) => a - b);
   const ends = results.flatMap((r) => r.ends);
   const byEnd = ends.reduce((n, end) => ({ ...n, [end]: (n[end] ?? 0) + 1 }), {});
   const grants = after.granted - before.granted;
@@ -471,7 +478,7 @@ async function main() {
   printTable(rows);
   printSteady(steadyRows);
   console.log(
-    `(${((Date.now() - startedAt) / 1000).toFixed(1)} s; decision latency from the dependency's 503s to each decision)`,
+    `(${((Date.now() - startedAt) / 1000).toFixed(1)} s; decision latency from each call's 503 to its retry or give-up)`,
   );
   const results = join(HERE, 'results');
   await mkdir(results, { recursive: true });
