@@ -134,28 +134,27 @@ function buildHandler(route: {
     for (const key in params) {
       if (params[key] === '') return void reply.callNotFound();
     }
-    let values: unknown[];
+    let answer: unknown;
     try {
       auth.authorize(request as AuthenticatedRequest, access);
       validateRequest(parts.validators, request);
-      values = args.map((arg) => arg.read(request, reply));
+      const values = args.map((arg) => arg.read(request, reply));
+      answer =
+        checked.length === 0
+          ? call(...values)
+          : Promise.all(checked.map((arg) => parts.pipe.transform(values[arg.index], arg.metadata!))).then(
+              (transformed) => {
+                checked.forEach((arg, i) => (values[arg.index] = transformed[i]));
+                return call(...values);
+              },
+            );
     } catch (error) {
       return sendError(error, request, reply);
     }
-    const answer =
-      checked.length === 0
-        ? call(...values)
-        : Promise.all(checked.map((arg) => parts.pipe.transform(values[arg.index], arg.metadata!))).then(
-            (transformed) => {
-              checked.forEach((arg, i) => (values[arg.index] = transformed[i]));
-              return call(...values);
-            },
-          );
-    // A native promise is its own Promise.resolve: nothing allocated for the usual async method.
-    Promise.resolve(answer).then(
-      (result) => void reply.code(status).send(result),
-      (error: unknown) => sendError(error, request, reply),
-    );
+    // As in Nest's pipeline, a failure while sending the answer is answered as an error too.
+    Promise.resolve(answer)
+      .then((result) => void reply.code(status).send(result))
+      .catch((error: unknown) => sendError(error, request, reply));
   };
 }
 
