@@ -206,6 +206,16 @@ describe('routes that cannot be served directly', () => {
     }
   }
 
+  @Controller('guarded-class')
+  @UseGuards(AllowAll)
+  class GuardedClassController {
+    @Post()
+    @ServedDirectly()
+    run(): object {
+      return {};
+    }
+  }
+
   @Controller('raw')
   class RawReplyController {
     @Post()
@@ -227,6 +237,7 @@ describe('routes that cannot be served directly', () => {
   it.each([
     ['its own guard', GuardedController, /GuardedController\.run .*guards/],
     ['a reply it sends itself', RawReplyController, /RawReplyController\.run .*parameter 0/],
+    ["its controller's guard", GuardedClassController, /GuardedClassController\.run .*guards/],
   ])('refuses at boot a route with %s', async (_name, controller, message) => {
     const app = await appWith(controller);
     expect(() => installDirectRoutes(app, { validators: new Map(), pipe: createValidationPipe() })).toThrow(message);

@@ -70,8 +70,8 @@ export function installDirectRoutes(app: NestFastifyApplication, parts: DirectRo
       const controller = wrapper.metatype as Type | undefined;
       if (!instance || !controller) continue;
       for (const name of Object.getOwnPropertyNames(controller.prototype)) {
-        const method = (controller.prototype as Record<string, unknown>)[name];
         if (name === 'constructor') continue;
+        const method = (controller.prototype as Record<string, unknown>)[name];
         if (typeof method !== 'function' || Reflect.getMetadata(SERVED_DIRECTLY, method) !== true) continue;
         const route = `${RequestMethod[Reflect.getMetadata(METHOD_METADATA, method) as RequestMethod]} ${urlOf(controller, method)}`;
         handlers.set(route, buildHandler({ controller, instance, name, method: method as Method, auth, parts }));
@@ -115,7 +115,8 @@ function buildHandler(route: {
   const { controller, instance, name, method, auth, parts } = route;
   const where = `${(controller as { name: string }).name}.${name}`;
   for (const key of [GUARDS_METADATA, INTERCEPTORS_METADATA, PIPES_METADATA, EXCEPTION_FILTERS_METADATA]) {
-    if ((Reflect.getMetadata(key, method) ?? Reflect.getMetadata(key, controller))?.length) {
+    const own = [method, controller].flatMap((target) => (Reflect.getMetadata(key, target) as unknown[]) ?? []);
+    if (own.length > 0) {
       throw new Error(`${where} is served directly: it may not have its own ${key.replace(/_/g, '')}`);
     }
   }
