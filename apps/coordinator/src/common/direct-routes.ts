@@ -17,7 +17,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { AuthGuard, type AuthenticatedRequest } from '../auth/auth.guard';
 import { sendError } from './http-error.filter';
-import { validateRequest, type RequestValidators } from './request-validation';
+import { validateAgainst, type RequestValidators } from './request-validation';
 import { isCheckedBySchema } from './validation.pipe';
 
 const SERVED_DIRECTLY = 'sluice:served-directly';
@@ -74,7 +74,7 @@ export function installDirectRoutes(app: NestFastifyApplication, parts: DirectRo
         const method = (controller.prototype as Record<string, unknown>)[name];
         if (typeof method !== 'function' || Reflect.getMetadata(SERVED_DIRECTLY, method) !== true) continue;
         const route = `${RequestMethod[Reflect.getMetadata(METHOD_METADATA, method) as RequestMethod]} ${urlOf(controller, method)}`;
-        handlers.set(route, buildHandler({ controller, instance, name, method: method as Method, auth, parts }));
+        handlers.set(route, buildHandler({ route, controller, instance, name, method: method as Method, auth, parts }));
       }
     }
   }
@@ -104,7 +104,9 @@ function urlOf(controller: object, method: object): string {
   return `/${path}`;
 }
 
-function buildHandler(route: {
+function buildHandler(built: {
+  /** `METHOD /url`, as Fastify registers the route and the validators are keyed. */
+  route: string;
   controller: Type;
   instance: Record<string, unknown>;
   name: string;
@@ -112,7 +114,7 @@ function buildHandler(route: {
   auth: AuthGuard;
   parts: DirectRouteParts;
 }): Handler {
-  const { controller, instance, name, method, auth, parts } = route;
+  const { route, controller, instance, name, method, auth, parts } = built;
   const where = `${(controller as { name: string }).name}.${name}`;
   for (const key of [GUARDS_METADATA, INTERCEPTORS_METADATA, PIPES_METADATA, EXCEPTION_FILTERS_METADATA]) {
     const own = [method, controller].flatMap((target) => (Reflect.getMetadata(key, target) as unknown[]) ?? []);
@@ -122,6 +124,8 @@ function buildHandler(route: {
   }
   const access = auth.accessOf(controller, method);
   const httpMethod = Reflect.getMetadata(METHOD_METADATA, method) as RequestMethod;
+  // The route's compiled schemas, found once rather than per request.
+  const validator = parts.validators.get(route);
   const status =
     (Reflect.getMetadata(HTTP_CODE_METADATA, method) as number | undefined) ??
     (httpMethod === RequestMethod.POST ? 201 : 200);
@@ -138,7 +142,7 @@ function buildHandler(route: {
     let answer: unknown;
     try {
       auth.authorize(request as AuthenticatedRequest, access);
-      validateRequest(parts.validators, request);
+      validateAgainst(validator, request);
       const values = args.map((arg) => arg.read(request, reply));
       answer =
         checked.length === 0

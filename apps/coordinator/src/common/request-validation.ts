@@ -43,7 +43,7 @@ type Place = 'path' | 'query' | 'body';
 /** At most this many details in one 400 (ajv stops at the first error; a composite adds its own). */
 const MAX_DETAILS = 5;
 
-interface RouteValidator {
+export interface RouteValidator {
   params?: ValidateFunction;
   body?: ValidateFunction;
   query?: ValidateFunction;
@@ -126,7 +126,11 @@ export function shapeError(request: FastifyRequest): ApiError | undefined {
 export function validateRequest(validators: RequestValidators, request: FastifyRequest): void {
   const route = request.routeOptions.url;
   if (route === undefined) return;
-  const validator = validators.get(`${request.method === 'HEAD' ? 'GET' : request.method} ${route}`);
+  validateAgainst(validators.get(`${request.method === 'HEAD' ? 'GET' : request.method} ${route}`), request);
+}
+
+/** {@link validateRequest} with the route's validator already found (a route that knows it at boot). */
+export function validateAgainst(validator: RouteValidator | undefined, request: FastifyRequest): void {
   if (!validator) return;
   if (validator.params && !validator.params(request.params)) {
     throw validationFailed(detailsOf(validator.params.errors, 'path'));
