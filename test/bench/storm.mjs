@@ -134,7 +134,6 @@ async function startDependency() {
     held: [],
     firstAttempts: 0,
     retries: 0,
-    releasedAt: 0,
     atOnce: 0,
     timer: undefined,
   };
@@ -155,7 +154,6 @@ async function startDependency() {
   /** Every held first attempt fails now (all of the storm's, or those that came within RELEASE_AFTER_MS). */
   const release = () => {
     clearTimeout(state.timer);
-    if (state.releasedAt === 0) state.releasedAt = now();
     state.atOnce += state.held.length;
     state.held.splice(0).forEach(fail);
   };
@@ -165,7 +163,7 @@ async function startDependency() {
     url: `http://127.0.0.1:${server.address().port}`,
     state,
     arm(expected) {
-      Object.assign(state, { expected, held: [], firstAttempts: 0, retries: 0, releasedAt: 0, atOnce: 0 });
+      Object.assign(state, { expected, held: [], firstAttempts: 0, retries: 0, atOnce: 0 });
     },
     close: () => {
       server.closeAllConnections();

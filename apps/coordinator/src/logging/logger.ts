@@ -41,18 +41,16 @@ export class NestPinoLogger implements LoggerService {
   }
 
   private write(level: Level, message: unknown, rest: unknown[]): void {
-    // Request loggers are children of the root one, at its level.
     if (!this.root.isLevelEnabled(level)) return;
-    const logger = this.root;
     const params = [...rest];
     const context = typeof params[params.length - 1] === 'string' ? (params.pop() as string) : undefined;
     const fields: Record<string, unknown> = { context };
     if ((level === 'error' || level === 'fatal') && typeof params[0] === 'string') fields.stack = params[0];
     if (message instanceof Error) {
       fields.err = message;
-      logger[level](fields, message.message);
+      this.root[level](fields, message.message);
     } else {
-      logger[level](
+      this.root[level](
         fields,
         typeof message === 'object' && message !== null ? JSON.stringify(message) : String(message),
       );
