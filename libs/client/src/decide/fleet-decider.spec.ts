@@ -6,15 +6,9 @@ import { FleetDependency } from '../fleet/fleet-dependency';
 import { LeaseKeeper } from '../fleet/leases';
 import { TimeoutWatch } from '../timeout-watch';
 import { FleetDecider } from './fleet-decider';
+import { grantedDecision } from '../../../../test/support/decisions';
 
-const GRANT: RetryDecision = {
-  allow: true,
-  reason: 'granted',
-  delayMs: 1,
-  budget: { retries: 1, requests: 10, limit: 5, windowSeconds: 10 },
-  breaker: { state: 'closed' },
-  shadow: false,
-};
+const GRANT = grantedDecision({ budget: { retries: 1, requests: 10, limit: 5, windowSeconds: 10 } });
 
 /**
  * A coalescing decider whose coordinator answers the first ask only when told to, on a manual

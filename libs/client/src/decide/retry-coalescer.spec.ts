@@ -1,18 +1,13 @@
 import type { RetryAsk, RetryDecision, RetryRequest } from '@sluice/protocol';
 import { CoordinatorUnavailableError } from '../errors';
 import { AskNotSentError, RetryCoalescer, type RetryAsking } from './retry-coalescer';
+import { grantedDecision } from '../../../../test/support/decisions';
 
 const TIMEOUTS = { timeoutMs: 1000, reAskWithinMs: 50 };
 
 /** A decision that says which ask it answers. */
-const answer = (ask: RetryRequest): RetryDecision => ({
-  allow: true,
-  reason: 'granted',
-  delayMs: ask.attempt,
-  budget: { retries: 0, requests: 0, limit: 0, windowSeconds: 10 },
-  breaker: { state: 'closed' },
-  shadow: false,
-});
+const answer = (ask: RetryRequest): RetryDecision =>
+  grantedDecision({ delayMs: ask.attempt, budget: { retries: 0, requests: 0, limit: 0, windowSeconds: 10 } });
 
 /** A coordinator that records what it was asked; `refuse` says which batches it answers 400. */
 function coordinator(refuse: (asks: RetryAsk[]) => boolean = () => false) {

@@ -1,9 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { REQUEST_ID_PATTERN, type RetryDecision } from '@sluice/protocol';
+import { REQUEST_ID_PATTERN } from '@sluice/protocol';
 import { isCoordinatorUnavailableError, type CoordinatorUnavailableError } from '../errors';
 import { CoordinatorTransport } from './coordinator-transport';
 import { Agents } from './http';
+import { grantedDecision } from '../../../../test/support/decisions';
 
 /** What a fake coordinator instance does with one request: answer it, or drop the connection. */
 type Reply = { status: number; body?: unknown; retryAfter?: string } | 'drop';
@@ -17,14 +18,7 @@ interface FakeInstance {
   close(): Promise<void>;
 }
 
-const DECISION: RetryDecision = {
-  allow: true,
-  reason: 'granted',
-  delayMs: 1,
-  budget: { retries: 1, requests: 10, limit: 100, windowSeconds: 10 },
-  breaker: { state: 'closed' },
-  shadow: false,
-};
+const DECISION = grantedDecision();
 const granted: Reply = { status: 200, body: DECISION };
 const overloaded: Reply = {
   status: 503,
