@@ -1,15 +1,17 @@
 import type { Clock } from '@sluice/core';
 
 /** Readings given out before the system clock is read again, within one millisecond tick. */
-const READS_PER_READING = 16;
+const READS_PER_READING = 128;
 
 /**
- * The system clock, read at most once per millisecond tick and per 16 readings: a call's start and
+ * The system clock, read at most once per millisecond tick and per 128 readings: a call's start and
  * end (its deadline, its latency, its second of the local window) mostly share readings with other
- * calls. Reading the system clock costs 100 ns or more on some hosts, more than all the rest of a
- * call's bookkeeping; nginx caches its time per event-loop iteration the same way. A reading is at
- * most a millisecond old, unless a blocked event loop delays the tick (then at most 16 readings
- * old). The tick's timer runs only while the clock is being read, and never keeps the process alive.
+ * calls. Reading the system clock costs 60 ns or more on some hosts (a virtual machine's clock
+ * source), half of what a whole call through a closed breaker may cost; nginx caches its time per
+ * event-loop iteration the same way. A reading is at most a millisecond old, unless a blocked event
+ * loop delays the tick; then it is at most 128 readings old (64 calls started and ended, a few
+ * microseconds of work). The tick's timer runs only while the clock is being read, and never keeps
+ * the process alive.
  * @example
  * const clock = new CoarseClock();
  * const startedAt = clock.now();

@@ -174,7 +174,7 @@ export interface SluiceOptions {
   verify?: boolean;
   /** Where the SDK's log lines go (default the console); false for none. */
   logger?: SluiceLogger | false;
-  /** For tests: the clock deadlines and windows are measured on (default: the system clock, read at most once per millisecond and per 16 readings). */
+  /** For tests: the clock deadlines and windows are measured on (default: the system clock, read at most once per millisecond and per 128 readings). */
   clock?: Clock;
   /** For tests: the random source of jitter. */
   random?: RandomSource;

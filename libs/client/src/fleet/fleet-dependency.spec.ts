@@ -47,14 +47,14 @@ describe('FleetDependency', () => {
     dep.recordOutcome(clock.now(), 3, false);
     dep.recordOutcome(clock.now(), 150, true); // slow (slowCallMs 100 from the fleet's policy) and failed
     dep.probes.push({ token: 't', success: true });
-    expect(dep.takeReport()).not.toHaveProperty('retries');
+    expect(dep.takeReport(clock.now())).not.toHaveProperty('retries');
     dep.recordRequest(clock.now());
     dep.recordOutcome(clock.now(), 3, false);
     dep.recordOutcome(clock.now(), 150, true);
     dep.probes.push({ token: 't', success: true });
     dep.recordOwnRetry(clock.now());
     dep.recordOwnRetry(clock.now());
-    const report = dep.takeReport();
+    const report = dep.takeReport(clock.now());
     expect(report).toMatchObject({
       dep: 'pay',
       requests: 1,
@@ -72,7 +72,37 @@ describe('FleetDependency', () => {
     expect(dep.hasPending).toBe(false);
 
     dep.restoreReport(report, clock.now());
-    expect(dep.takeReport()).toMatchObject({ requests: 1, successes: 1, failures: 1, slow: 1, retries: 2 });
+    expect(dep.takeReport(clock.now())).toMatchObject({ requests: 1, successes: 1, failures: 1, slow: 1, retries: 2 });
+  });
+
+  it('feeds the local guard first attempts and plain successes in batches, each counted once', () => {
+    // Budget floor 0: the local budget grants only from requests it was given (floor(0.5 × requests)).
+    const dep = new FleetDependency(
+      'pay',
+      {
+        retryBudget: { ratio: 0.5, minRetriesPerSecond: 0 },
+        breaker: { minimumCalls: 4, failureRateThreshold: 0.5, slowCallMs: 100 },
+      },
+      1,
+    );
+    const retry = () => dep.local.decideRetry({ attempt: 1, idempotent: true }, clock.now(), () => 0.5).reason;
+    for (let i = 0; i < 4; i++) dep.recordRequest(clock.now());
+    // Not yet handed over, yet counted when the guard decides: floor(0.5 × 4) = 2 grants.
+    expect([retry(), retry(), retry()]).toEqual(['granted', 'granted', 'budget_exhausted']);
+    // Taken into a report, undelivered, put back: the guard does not count them again.
+    const report = dep.takeReport(clock.now());
+    dep.restoreReport(report, clock.now());
+    expect(retry()).toBe('budget_exhausted');
+    for (let i = 0; i < 2; i++) dep.recordRequest(clock.now());
+    expect([retry(), retry()]).toEqual(['granted', 'budget_exhausted']);
+
+    // Plain successes weigh against a failure although only failures reach the guard one by one:
+    // 3 failures among 7 calls stay under 50 %; one more failure among 8 opens it.
+    for (let i = 0; i < 4; i++) dep.recordOutcome(clock.now(), 3, false);
+    for (let i = 0; i < 3; i++) dep.recordOutcome(clock.now(), 3, true);
+    expect(dep.local.state(clock.now())).toBe('closed');
+    dep.recordOutcome(clock.now(), 3, true);
+    expect(dep.local.state(clock.now())).toBe('open');
   });
 
   it('the fallback policy is the fleet policy under the configured override', () => {

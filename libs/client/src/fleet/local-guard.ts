@@ -27,7 +27,9 @@ export interface LocalRetryVerdict {
 /**
  * The local fallback for one dependency: a retry budget and a circuit breaker of this process alone,
  * built on the same libs/core algorithms as the coordinator. It is fed every call, connected or not,
- * so it is warm when the coordinator goes away. Its budget floor is scaled by `share` (this
+ * so it is warm when the coordinator goes away: failed and slow outcomes one by one, first attempts
+ * and plain successes in batches ({@link count}), which it takes through `catchUp` before it
+ * weighs a failure or decides a retry. Its budget floor is scaled by `share` (this
  * process's part of the fleet). When it takes over, its breaker starts from the fleet's last state
  * ({@link adopt}).
  */
@@ -45,22 +47,30 @@ export class LocalGuard {
     private readonly policy: () => DependencyPolicy,
     private readonly share: () => number,
     private readonly onTransition: (transition: BreakerTransition) => void,
+    /** Hands over the counts batched elsewhere (through {@link count}); called before they are needed. */
+    private readonly catchUp: (now: number) => void = () => undefined,
   ) {}
 
   /** A first attempt went out: the budget's deposit. */
   recordRequest(now: number): void {
+    this.count(now, 1, 0);
+  }
+
+  /** First attempts and plain (neither failed nor slow) successes, counted elsewhere and handed over in a batch at `now`. */
+  count(now: number, requests: number, successes: number): void {
     if (secondOf(now) !== this.pendingSecond) this.settlePending(now);
-    this.pendingRequests++;
+    this.pendingRequests += requests;
+    this.pendingSuccesses += successes;
   }
 
   /** An attempt's outcome; a failed or slow one may open the breaker. */
   recordOutcome(now: number, failed: boolean, slow: boolean): void {
-    const second = secondOf(now);
     if (!failed && !slow) {
-      if (second !== this.pendingSecond) this.settlePending(now);
-      this.pendingSuccesses++;
+      this.count(now, 0, 1);
       return;
     }
+    this.catchUp(now);
+    const second = secondOf(now);
     this.settlePending(now);
     const policy = this.policy().breaker;
     this.outcomes.add(second, policy.windowSeconds, {
@@ -161,6 +171,7 @@ export class LocalGuard {
 
   /** May this process retry, on its own? The coordinator's rules, on local counts. */
   decideRetry(request: RetryRequest, now: number, random: RandomSource): LocalRetryVerdict {
+    this.catchUp(now);
     const policy = this.policy();
     const delayMs = backoffDelay(
       policy.backoff,

@@ -68,10 +68,10 @@ export class Reporter {
       if (!dependency.hasPending) continue;
       const since = dependency.pendingSince;
       if (now - since > this.options.maxAgeMs) {
-        dependency.dropPending();
+        dependency.dropPending(now);
         continue;
       }
-      taken.push({ dependency, report: dependency.takeReport(), since });
+      taken.push({ dependency, report: dependency.takeReport(now), since });
     }
     for (let start = 0; start < taken.length; start += MAX_REPORT_ENTRIES) {
       const batch = taken.slice(start, start + MAX_REPORT_ENTRIES);
