@@ -72,10 +72,9 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
   // The decision routes: the same checks without Nest's per-request pipeline.
   installDirectRoutes(app, { validators, pipe: createValidationPipe() });
   fastify.addHook('onResponse', (request, reply, done) => {
-    metrics.httpRequestDuration.observe(
-      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
-      reply.elapsedTime / 1000,
-    );
+    metrics.httpRequestDuration
+      .child(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode)
+      .observe(reply.elapsedTime / 1000);
     done();
   });
   setupOpenApi(app);

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { BREAKER_STATES, RETRY_REASONS, type BreakerState } from '@sluice/protocol';
 import { CounterChildren } from './counter-children';
+import { HistogramChildren } from './histogram-children';
 
 /**
  * The labels a decision about a dependency that is not registered (a read, a call not worth
@@ -60,7 +61,8 @@ export class MetricsService {
     registers: [this.registry],
   });
 
-  readonly httpRequestDuration = new Histogram({
+  /** Observed once per response: children resolved once per label set (`child(method, route, statusCode)`). */
+  readonly httpRequestDuration = new HistogramChildren({
     name: 'sluice_http_request_duration_seconds',
     help: 'HTTP request duration by method, route template and status code.',
     labelNames: ['method', 'route', 'status'] as const,
@@ -75,7 +77,8 @@ export class MetricsService {
     registers: [this.registry],
   });
 
-  readonly storeOperationDuration = new Histogram({
+  /** Observed once per store operation: children resolved once per operation (`child(operation)`). */
+  readonly storeOperationDuration = new HistogramChildren({
     name: 'sluice_store_operation_duration_seconds',
     help: 'Store operation duration (one Lua script call on Redis), by operation.',
     labelNames: ['operation'] as const,
