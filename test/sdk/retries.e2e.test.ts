@@ -143,21 +143,33 @@ describe('SDK retries against the real coordinator and a flaky server', () => {
   });
 
   it('hedging: the second attempt answers first, wins, and the first is aborted; the hedge used a retry grant', async () => {
-    const dep = sluice.dependency('hedged', { idempotent: true, hedge: { delayMs: 50 }, timeoutMs: 3000 });
-    const before = await retryDecisions(coordinator.url, 'hedged', 'granted');
-    server.plan([ok('slow', 2000), ok('fast')]);
+    // The hedge goes out only on a grant: a client of its own that waits for one longer than the
+    // default 50 ms, which the loaded machine of a whole test run can pass (no hedge, then 'slow').
+    const patient = new Sluice({
+      baseUrls: [coordinator.url],
+      namespace: 'shop',
+      logger: false,
+      decisionTimeoutMs: 1000,
+    });
+    try {
+      const dep = patient.dependency('hedged', { idempotent: true, hedge: { delayMs: 50 }, timeoutMs: 3000 });
+      const before = await retryDecisions(coordinator.url, 'hedged', 'granted');
+      server.plan([ok('slow', 2000), ok('fast')]);
 
-    const response = await dep.fetch(`${server.url}/search`);
+      const response = await dep.fetch(`${server.url}/search`);
 
-    expect(await response.text()).toBe('fast');
-    expect(server.requests.map((r) => r.headers['sluice-attempt'])).toEqual(['1', '2']);
-    await waitUntil(
-      () => server.requests[0].aborted,
-      2000,
-      () => 'the losing attempt was never aborted',
-      5,
-    );
-    expect(await retryDecisions(coordinator.url, 'hedged', 'granted')).toBe(before + 1);
+      expect(await response.text()).toBe('fast');
+      expect(server.requests.map((r) => r.headers['sluice-attempt'])).toEqual(['1', '2']);
+      await waitUntil(
+        () => server.requests[0].aborted,
+        2000,
+        () => 'the losing attempt was never aborted',
+        5,
+      );
+      expect(await retryDecisions(coordinator.url, 'hedged', 'granted')).toBe(before + 1);
+    } finally {
+      await patient.close();
+    }
   });
 
   it('serves no p99 or p95 yet: the automatic timeout and the p95 hedge delay use their fixed fallbacks', async () => {
