@@ -1,4 +1,5 @@
 import type { Counter } from 'prom-client';
+import { LabelIndex } from './label-index';
 
 /** One label set's counter: increments add to a plain number until the next scrape. */
 export interface CounterChild {
@@ -20,19 +21,14 @@ interface Child<L extends string> extends CounterChild {
  * decisions.child('shop', 'payments-api', 'granted').inc();
  */
 export class CounterChildren<L extends string> {
-  private readonly children = new Map<string, Child<L>>();
+  private readonly children: LabelIndex<Child<L>>;
 
   constructor(
     private readonly counter: Counter<L>,
-    private readonly labelNames: readonly L[],
-  ) {}
-
-  /** The child of these label values (in the counter's label order). */
-  child(...values: string[]): CounterChild {
-    const key = values.join('\u0000');
-    let child = this.children.get(key);
-    if (!child) {
-      const labels = Object.fromEntries(this.labelNames.map((name, i) => [name, values[i]])) as Record<L, string>;
+    labelNames: readonly L[],
+  ) {
+    this.children = new LabelIndex((values) => {
+      const labels = Object.fromEntries(labelNames.map((name, i) => [name, String(values[i])])) as Record<L, string>;
       const created: Child<L> = {
         labels,
         pending: 0,
@@ -40,15 +36,18 @@ export class CounterChildren<L extends string> {
           created.pending += value;
         },
       };
-      this.children.set(key, created);
-      child = created;
-    }
-    return child;
+      return created;
+    });
+  }
+
+  /** The child of these label values (in the counter's label order); finding it builds no key. */
+  child(...values: string[]): CounterChild {
+    return this.children.get(values);
   }
 
   /** Hands the increments since the last flush to prom-client (the counter's `collect`). */
   flush(): void {
-    for (const child of this.children.values()) {
+    for (const child of this.children.children()) {
       if (child.pending === 0) continue;
       this.counter.inc(child.labels, child.pending);
       child.pending = 0;
@@ -57,6 +56,6 @@ export class CounterChildren<L extends string> {
 
   /** Drops the children whose labels match, with what they had not flushed (their series go too). */
   forget(matches: (labels: Record<L, string>) => boolean): void {
-    for (const [key, child] of this.children) if (matches(child.labels)) this.children.delete(key);
+    this.children.deleteWhere((child) => matches(child.labels));
   }
 }

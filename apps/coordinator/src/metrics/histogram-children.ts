@@ -1,12 +1,10 @@
 import type { Metric, MetricValueWithName, Registry } from 'prom-client';
+import { LabelIndex, type LabelValue } from './label-index';
 
 /** One label set's histogram: an observation adds to plain numbers until a scrape reads them. */
 export interface HistogramChild {
   observe(value: number): void;
 }
-
-/** A label value as the hot path has it (a status code may stay a number); labels are strings. */
-type LabelValue = string | number;
 
 interface Child<L extends string> extends HistogramChild {
   readonly labels: Partial<Record<L | 'le', string>>;
@@ -38,8 +36,8 @@ export interface HistogramChildrenConfig<L extends string> {
  * A Prometheus histogram whose children are resolved once per label set, registered like a
  * prom-client metric. prom-client's `observe` validates the labels, builds a string key from them
  * and looks it up on every call (about a microsecond here, with a string to collect); a child found
- * here once observes into an array. Children are found through one map per label, keyed by the
- * values as given, so finding one allocates nothing. A scrape writes the same series as
+ * here once observes into an array, and finding it builds no key ({@link LabelIndex}). A scrape
+ * writes the same series as
  * prom-client's Histogram: `_bucket` (cumulative, with `le`), `_sum` and `_count`.
  *
  * @example
@@ -53,8 +51,7 @@ export class HistogramChildren<L extends string> {
   readonly aggregator = 'sum' as const;
   private readonly labelNames: readonly L[];
   private readonly bounds: readonly number[];
-  private readonly children: Array<Child<L>> = [];
-  private index = new Map<LabelValue, unknown>();
+  private readonly children = new LabelIndex<Child<L>>((values) => this.created(values));
 
   constructor(config: HistogramChildrenConfig<L>) {
     this.name = config.name;
@@ -66,25 +63,10 @@ export class HistogramChildren<L extends string> {
 
   /** The child of these label values, in the label order given at construction. */
   child(...values: LabelValue[]): HistogramChild {
-    let level = this.index;
-    const last = values.length - 1;
-    for (let i = 0; i < last; i++) {
-      let next = level.get(values[i]) as Map<LabelValue, unknown> | undefined;
-      if (!next) {
-        next = new Map();
-        level.set(values[i], next);
-      }
-      level = next;
-    }
-    let child = level.get(values[last]) as Child<L> | undefined;
-    if (!child) {
-      child = this.created(values);
-      level.set(values[last], child);
-    }
-    return child;
+    return this.children.get(values);
   }
 
-  private created(values: LabelValue[]): Child<L> {
+  private created(values: readonly LabelValue[]): Child<L> {
     const bounds = this.bounds;
     const labels = Object.fromEntries(
       this.labelNames.map((name, i) => [name, String(values[i])]),
@@ -102,14 +84,13 @@ export class HistogramChildren<L extends string> {
         child.count++;
       },
     };
-    this.children.push(child);
     return child;
   }
 
   /** The series, as the registry reads a metric. */
   async get(): Promise<HistogramSeries<L>> {
     const values: Array<MetricValueWithName<L | 'le'>> = [];
-    for (const child of this.children) {
+    for (const child of this.children.children()) {
       let cumulative = 0;
       this.bounds.forEach((bound, i) => {
         cumulative += child.counts[i];
@@ -126,7 +107,6 @@ export class HistogramChildren<L extends string> {
 
   /** Forgets every child and what it observed. */
   reset(): void {
-    this.children.length = 0;
-    this.index = new Map();
+    this.children.clear();
   }
 }
