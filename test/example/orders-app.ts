@@ -34,6 +34,8 @@ export interface ExampleAppOptions {
   /** What the `/orders` and `/hang` handlers wait on before they answer (the test holds them in flight). */
   gate?: (route: 'orders' | 'hang', run: number) => Promise<void>;
   onError?: IdempotencyOptions['onError'];
+  /** How long the app's coordinator client waits for a claim or completion, ms (its default: 2000). */
+  coordinatorTimeoutMs?: number;
 }
 
 const DEPS = Symbol('example-deps');
@@ -142,7 +144,11 @@ export interface RunningExampleApp {
 /** Starts one instance of the example app on a free loopback port. */
 export async function startExampleApp(options: ExampleAppOptions): Promise<RunningExampleApp> {
   const redis = new Redis(options.redisUrl, { protocol: 2 });
-  const client = new CoordinatorClient({ baseUrl: options.coordinatorUrl, namespace: options.namespace });
+  const client = new CoordinatorClient({
+    baseUrl: options.coordinatorUrl,
+    namespace: options.namespace,
+    timeoutMs: options.coordinatorTimeoutMs,
+  });
   const app = await NestFactory.create<NestFastifyApplication>(
     ExampleModule.register({ redis, options }, client),
     new FastifyAdapter(),

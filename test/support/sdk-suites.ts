@@ -86,6 +86,11 @@ export function describeIdempotentApp(label: string, start: () => Promise<Coordi
         counterPrefix,
         gate,
         onError: (e: unknown) => errors.push(e),
+        // The apps and coordinators share this test's event loop: under a whole run's load, one of
+        // 119 simultaneous requests once answered 503, which is what the app answers when a claim
+        // gets no answer within its client's default 2 s. These tests are about what runs once and
+        // what replays, not about how long a claim may take.
+        coordinatorTimeoutMs: 10_000,
       };
       apps = [
         await startExampleApp({ ...options, coordinatorUrl: coordinators.urls[0] }),
