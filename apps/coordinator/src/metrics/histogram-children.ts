@@ -37,8 +37,8 @@ export interface HistogramChildrenConfig<L extends string> {
  * prom-client metric. prom-client's `observe` validates the labels, builds a string key from them
  * and looks it up on every call (about a microsecond here, with a string to collect); a child found
  * here once observes into an array, and finding it builds no key ({@link LabelIndex}). A scrape
- * writes the same series as
- * prom-client's Histogram: `_bucket` (cumulative, with `le`), `_sum` and `_count`.
+ * writes the same series as prom-client's Histogram: `_bucket` (cumulative, with `le`), `_sum`
+ * and `_count`.
  *
  * @example
  * const durations = new HistogramChildren({ name: 'x_seconds', help: '…', labelNames: ['route'], buckets: [0.1, 1], registers: [registry] });
