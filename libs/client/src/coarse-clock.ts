@@ -9,9 +9,8 @@ const READS_PER_READING = 128;
  * calls. Reading the system clock costs 60 ns or more on some hosts (a virtual machine's clock
  * source), half of what a whole call through a closed breaker may cost; nginx caches its time per
  * event-loop iteration the same way. A reading is at most a millisecond old, unless a blocked event
- * loop delays the tick; then it is at most 128 readings old (64 calls started and ended, a few
- * microseconds of work). The tick's timer runs only while the clock is being read, and never keeps
- * the process alive.
+ * loop delays the tick; then it is at most 128 readings old (about 64 calls started and ended). The
+ * tick's timer runs only while the clock is being read, and never keeps the process alive.
  * @example
  * const clock = new CoarseClock();
  * const startedAt = clock.now();
