@@ -1,5 +1,5 @@
 import type { Counter } from 'prom-client';
-import { LabelIndex } from './label-index';
+import { LabelIndex, labelsOf } from './label-index';
 
 /** One label set's counter: increments add to a plain number until the next scrape. */
 export interface CounterChild {
@@ -28,9 +28,8 @@ export class CounterChildren<L extends string> {
     labelNames: readonly L[],
   ) {
     this.children = new LabelIndex((values) => {
-      const labels = Object.fromEntries(labelNames.map((name, i) => [name, String(values[i])])) as Record<L, string>;
       const created: Child<L> = {
-        labels,
+        labels: labelsOf(labelNames, values),
         pending: 0,
         inc(value = 1) {
           created.pending += value;

@@ -1,5 +1,5 @@
 import type { Metric, MetricValueWithName, Registry } from 'prom-client';
-import { LabelIndex, type LabelValue } from './label-index';
+import { LabelIndex, labelsOf, type LabelValue } from './label-index';
 
 /** One label set's histogram: an observation adds to plain numbers until a scrape reads them. */
 export interface HistogramChild {
@@ -68,9 +68,7 @@ export class HistogramChildren<L extends string> {
 
   private created(values: readonly LabelValue[]): Child<L> {
     const bounds = this.bounds;
-    const labels = Object.fromEntries(
-      this.labelNames.map((name, i) => [name, String(values[i])]),
-    ) as Child<L>['labels'];
+    const labels = labelsOf(this.labelNames, values) as Child<L>['labels'];
     const child: Child<L> = {
       labels,
       counts: new Array<number>(bounds.length + 1).fill(0),

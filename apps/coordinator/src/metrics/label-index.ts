@@ -1,6 +1,11 @@
 /** A label value as the hot path has it (a status code may stay a number). */
 export type LabelValue = string | number;
 
+/** A child's labels, as prom-client takes them: each name with its value as a string. */
+export function labelsOf<L extends string>(names: readonly L[], values: readonly LabelValue[]): Record<L, string> {
+  return Object.fromEntries(names.map((name, i) => [name, String(values[i])])) as Record<L, string>;
+}
+
 /**
  * A metric's children by label values: one map per label, keyed by the values as given, so finding
  * a child builds no key (a joined string key is a new string to hash on every call). Each child is
