@@ -117,7 +117,10 @@ export interface SluiceOptions {
   /** How often outcomes are reported, in ms (default 200). */
   reportIntervalMs?: number;
   /**
-   * How long a call waits for a retry or admit decision, in ms (default 50). A later answer still
+   * How long a call waits for the coordinator's answer to a retry or admit ask, in ms (default 50),
+   * from when the ask goes out (a coalesced retry ask may first wait in this process: for the ask
+   * under way for its dependency, the coalescing window, a busy event loop; that wait is the call's,
+   * within its deadline, and the ask carries the deadline it has left). A later answer still
    * counts as the coordinator answering: only a request that fails, or gets no answer within
    * `requestTimeoutMs`, counts toward the switch to the fallback (a 503 `overloaded` never does).
    * A decision that got no answer is asked again, with the same `requestId`, only within this time.

@@ -47,32 +47,76 @@ async function untilAsked(asked: unknown[], count: number): Promise<void> {
 }
 
 describe('FleetDecider: retry asks made while another is under way', () => {
-  it('does not send an ask its caller would wait for less than a quarter of the decision time', async () => {
+  it('sends an ask that waited for the one under way, with the deadline it has left', async () => {
     const { decider, clock, asked, answerFirst, link, dependency } = setup();
-    const first = decider.retry(dependency, { attempt: 1, status: 503 });
+    const first = decider.retry(dependency, { attempt: 1, status: 503, deadlineMs: 1000 });
     await untilAsked(asked, 1);
-    // The second waits for the first (its denial might hold); the process is then busy for 160 of
-    // the 200 ms: 40 ms would be left, less than a quarter.
-    const second = decider.retry(dependency, { attempt: 1, status: 503 });
+    // The second waits for the first (its denial might hold); the process is busy for 160 of the
+    // 200 ms of decision time meanwhile: the wait is the call's, not the coordinator's.
+    const second = decider.retry(dependency, { attempt: 1, status: 503, deadlineMs: 1000 });
     clock.advance(160);
     answerFirst();
 
     expect((await first)?.reason).toBe('granted');
-    expect(await second).toEqual({ allow: false, reason: 'coordinator_unavailable', delayMs: 0 });
-    expect(asked).toHaveLength(1);
+    expect((await second)?.reason).toBe('granted');
+    // 160 ms on the client's clock, and the coalescing window's few real ones.
+    expect(asked[1].deadlineMs).toBeLessThanOrEqual(840);
+    expect(asked[1].deadlineMs).toBeGreaterThan(700);
     expect(link.fallback).toBe(false);
   });
 
-  it('sends it when enough of the decision time is left', async () => {
+  it('does not send an ask whose deadline passed while it waited: the call is past its deadline', async () => {
     const { decider, clock, asked, answerFirst, dependency } = setup();
-    const first = decider.retry(dependency, { attempt: 1, status: 503 });
+    const first = decider.retry(dependency, { attempt: 1, status: 503, deadlineMs: 1000 });
     await untilAsked(asked, 1);
-    const second = decider.retry(dependency, { attempt: 1, status: 503 });
-    clock.advance(100);
+    const second = decider.retry(dependency, { attempt: 1, status: 503, deadlineMs: 100 });
+    clock.advance(160);
     answerFirst();
 
     expect((await first)?.reason).toBe('granted');
-    expect((await second)?.reason).toBe('granted');
-    expect(asked).toHaveLength(2);
+    expect(await second).toEqual({ allow: false, reason: 'deadline_exceeded', delayMs: 0 });
+    expect(asked).toHaveLength(1);
+  });
+});
+
+describe('FleetDecider: the decision timeout runs from when the ask goes out', () => {
+  it('waits for the answer the whole decision time after the send, however long the ask waited in a busy process', async () => {
+    const asked: RetryRequest[] = [];
+    const transport = {
+      retry: async (_dep: string, request: RetryRequest) => {
+        asked.push(request);
+        await sleep(5);
+        return GRANT;
+      },
+      retries: async () => {
+        throw new Error('not used');
+      },
+      admit: async () => {
+        throw new Error('not used');
+      },
+    };
+    const link = new CoordinatorLink(silentLogger, 'local', 1);
+    const leases = new LeaseKeeper(
+      { releaseLease: async () => undefined, renewLease: async () => ({ expiresAt: 0 }) },
+      link,
+      new TimeoutWatch(),
+      1000,
+    );
+    const decider = new FleetDecider(transport, link, leases, new ManualClock(), {
+      decisionTimeoutMs: 200,
+      requestTimeoutMs: 1000,
+    });
+
+    const decision = decider.retry(new FleetDependency('pay', undefined, 1), {
+      attempt: 1,
+      status: 503,
+      deadlineMs: 5000,
+    });
+    // The process is busy longer than the decision time before the coalescing window's timer runs.
+    const busyUntil = Date.now() + 250;
+    while (Date.now() < busyUntil);
+
+    expect((await decision)?.reason).toBe('granted');
+    expect(asked).toHaveLength(1);
   });
 });

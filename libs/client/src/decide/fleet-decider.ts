@@ -15,8 +15,9 @@ import { AskNotSentError, RetryCoalescer } from './retry-coalescer';
 
 const NOT_YET = { allow: false, reason: 'coordinator_unavailable', delayMs: 0 } as const;
 const REFUSED_TOKEN = { allow: false, reason: 'config_error', delayMs: 0 } as const;
-/** A retry ask is sent only while its caller will still wait at least this share (1/4) of the decision timeout. */
-const MIN_WAIT_SHARE = 4;
+/** The call's deadline passed while its ask waited to go out: nothing was asked. */
+const DEADLINE_PASSED = { allow: false, reason: 'deadline_exceeded', delayMs: 0 } as const;
+const NOTHING = (): void => undefined;
 
 /** How long a decision is waited for, and how long its request may take. */
 export interface DecisionTimeouts {
@@ -66,7 +67,10 @@ export class FleetDecider implements Decider {
 
   /**
    * POST /retry, or a held denial without asking; with coalescing, the ask goes out in one
-   * `POST /retries` with the asks made alongside it. Before the fallback takes over, a decision that failed or came late allows no
+   * `POST /retries` with the asks made alongside it. The answer is waited for within the decision
+   * timeout from when the ask goes out: the time it waits in this process first (for the ask under
+   * way, the coalescing window, a busy event loop) is the call's, within its deadline, not the
+   * coordinator's. Before the fallback takes over, a decision that failed or came late allows no
    * retry (a slow coordinator never lets the fleet's budget leak through every client's own);
    * undefined once it has taken over.
    */
@@ -75,17 +79,11 @@ export class FleetDecider implements Decider {
     const askedAt = this.clock.now();
     const held = this.asking.coalesce ? await this.heldAfterUnderWay(dependency, askedAt) : undefined;
     if (held) return held;
-    // An ask is sent only while its caller will wait a while for the answer (after a wait for the
-    // ask under way, or a busy stretch of the event loop, little may be left): one sent later would
-    // mostly be answered after the caller stopped waiting, its grant counted and used by no one.
-    const { decisionTimeoutMs } = this.timeouts;
-    const waitMs = decisionTimeoutMs - (this.clock.now() - askedAt);
-    const worthSendingMs = waitMs - decisionTimeoutMs / MIN_WAIT_SHARE;
-    if (worthSendingMs < 0) return NOT_YET;
-    const answer = this.asker.retry(dependency.name, request, {
-      ...this.decisionTimeouts(),
-      sendBy: Date.now() + worthSendingMs,
-    });
+    const ask = withDeadlineLeft(request, this.clock.now() - askedAt);
+    if (ask === undefined) return DEADLINE_PASSED;
+    let startWait: (() => void) | undefined;
+    const sent = this.asking.coalesce ? new Promise<void>((resolve) => (startWait = resolve)) : undefined;
+    const answer = this.asker.retry(dependency.name, ask, { ...this.decisionTimeouts(), onSent: startWait });
     if (this.asking.coalesce) this.markUnderWay(dependency, answer);
     const answered = (decision: RetryDecision) => {
       this.link.succeeded('retry');
@@ -94,12 +92,11 @@ export class FleetDecider implements Decider {
       if (!decision.allow && this.asking.coalesce) holdDenial(dependency, decision, this.clock.now());
     };
     try {
-      const decision = await within(answer, waitMs);
+      if (sent) await Promise.race([sent, answer.then(NOTHING, NOTHING)]);
+      const decision = await within(answer, this.timeouts.decisionTimeoutMs);
       if (decision === undefined) {
         // Slow is not down: the late answer, or its failure, tells the link. No retry without a grant.
-        void answer.then(answered, (error: unknown) => {
-          if (!(error instanceof AskNotSentError)) this.link.failed('retry', error, askedAt);
-        });
+        void answer.then(answered, (error: unknown) => this.link.failed('retry', error, askedAt));
         return NOT_YET;
       }
       answered(decision);
@@ -109,7 +106,7 @@ export class FleetDecider implements Decider {
       if (decision.reason === 'breaker_open') verdict.breaker = factsOf(decision.breaker, decision.retryAfterMs, now);
       return verdict;
     } catch (error) {
-      if (error instanceof AskNotSentError) return NOT_YET;
+      if (error instanceof AskNotSentError) return DEADLINE_PASSED;
       if (isConfigError(error)) {
         this.link.failed('retry', error);
         return REFUSED_TOKEN;
@@ -238,6 +235,13 @@ function factsOf(breaker: BreakerWord, retryAfterMs: number | undefined, now: nu
     openUntil,
     retryAfterMs: retryAfterMs !== undefined && retryAfterMs > 0 ? retryAfterMs : fromOpenUntil,
   };
+}
+
+/** The ask with the deadline it has left after waiting `waitedMs` to be sent; undefined once none is left. */
+function withDeadlineLeft(request: RetryRequest, waitedMs: number): RetryRequest | undefined {
+  if (request.deadlineMs === undefined || waitedMs <= 0) return request;
+  const deadlineMs = request.deadlineMs - waitedMs;
+  return deadlineMs < 1 ? undefined : { ...request, deadlineMs };
 }
 
 /** A denial that says when to ask again is held until then (see `HeldDenial`). */

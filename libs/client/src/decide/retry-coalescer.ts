@@ -10,13 +10,13 @@ export type RetryAsking = Pick<CoordinatorTransport, 'retry' | 'retries'>;
 export const COALESCE_WINDOW_MS = 2;
 
 /**
- * An ask the coalescer did not send: its caller would have stopped waiting before the answer
- * could come (its `sendBy` passed before the batch went out). Nothing was asked, so nothing was
- * decided or counted; it says nothing of the coordinator.
+ * An ask the coalescer did not send: the call's deadline (`deadlineMs`) passed before the batch
+ * went out. Nothing was asked, so nothing was decided or counted; it says nothing of the
+ * coordinator.
  */
 export class AskNotSentError extends Error {
   constructor() {
-    super('the retry ask was not sent: its caller stopped waiting before the batch went out');
+    super("the retry ask was not sent: the call's deadline passed before the batch went out");
     this.name = 'AskNotSentError';
   }
 }
@@ -26,6 +26,8 @@ interface Waiting {
   /** The ask as `POST …/retry` would send it, its `requestId` set. */
   request: RetryRequest;
   timeouts: AskTimeouts;
+  /** When it was asked (epoch ms): its `deadlineMs` is what was left then. */
+  askedAt: number;
   resolve(decision: RetryDecision): void;
   reject(error: unknown): void;
 }
@@ -60,11 +62,12 @@ export class RetryCoalescer {
   retry(dep: string, body: RetryRequest, timeouts: AskTimeouts): Promise<RetryDecision> {
     const request: RetryRequest = body.requestId === undefined ? { ...body, requestId: newRequestId() } : body;
     return new Promise<RetryDecision>((resolve, reject) => {
-      this.waiting.push({ dep, request, timeouts, resolve, reject });
+      const askedAt = Date.now();
+      this.waiting.push({ dep, request, timeouts, askedAt, resolve, reject });
       if (this.waiting.length >= MAX_RETRY_ASKS) return this.send();
       const reAskWithinMs = timeouts.reAskWithinMs ?? timeouts.timeoutMs;
       const mayWaitMs = Math.min(this.windowMs, (request.deadlineMs ?? Infinity) / 2, reAskWithinMs / 2);
-      const dueAt = Date.now() + mayWaitMs;
+      const dueAt = askedAt + mayWaitMs;
       if (dueAt >= this.batchDueAt) return;
       this.batchDueAt = dueAt;
       clearTimeout(this.timer);
@@ -73,9 +76,10 @@ export class RetryCoalescer {
   }
 
   /**
-   * Sends everything waiting, in batches of at most MAX_RETRY_ASKS; an ask past its `sendBy` (its
-   * timer fired late, behind a busy event loop) is not sent: a grant its caller would no longer
-   * wait for would be counted by the fleet and used by no one.
+   * Sends everything waiting, in batches of at most MAX_RETRY_ASKS, each ask with the deadline it
+   * has left now (its timer may have fired late, behind a busy event loop), and tells each caller
+   * its ask went out. An ask whose deadline passed meanwhile is not sent: the coordinator could
+   * only refuse it.
    */
   private send(): void {
     clearTimeout(this.timer);
@@ -84,13 +88,16 @@ export class RetryCoalescer {
     const now = Date.now();
     const waiting: Waiting[] = [];
     for (const entry of this.waiting) {
-      if (entry.timeouts.sendBy !== undefined && entry.timeouts.sendBy < now) entry.reject(new AskNotSentError());
-      else waiting.push(entry);
+      const { deadlineMs } = entry.request;
+      if (deadlineMs === undefined) waiting.push(entry);
+      else if (deadlineMs - (now - entry.askedAt) < 1) entry.reject(new AskNotSentError());
+      else waiting.push({ ...entry, request: { ...entry.request, deadlineMs: deadlineMs - (now - entry.askedAt) } });
     }
     this.waiting = [];
     for (let start = 0; start < waiting.length; start += MAX_RETRY_ASKS) {
       void this.ask(waiting.slice(start, start + MAX_RETRY_ASKS));
     }
+    for (const { timeouts } of waiting) timeouts.onSent?.();
   }
 
   private async ask(batch: Waiting[]): Promise<void> {

@@ -37,10 +37,10 @@ export interface AskTimeouts {
   /** A re-ask goes out only within this many ms of the first send (while the caller still waits); default `timeoutMs`. */
   reAskWithinMs?: number;
   /**
-   * For an ask that may wait to be sent (a coalesced retry ask): it is not sent after this time
-   * (epoch ms), when its caller would stop waiting before its answer could come.
+   * For an ask that may wait to be sent (a coalesced retry ask): called when it goes out, so that
+   * its caller's wait for the answer starts then.
    */
-  sendBy?: number;
+  onSent?: () => void;
 }
 
 /**
