@@ -4,83 +4,127 @@ import type { DependencyRef, OutcomeBatch, OutcomePolicy, RecordedOutcomes, Stor
 import { STORE } from '../store/store.provider';
 
 /**
- * How long this instance gathers the reports it receives for one dependency before it writes them
- * in one script call. Within the API's bound (100 ms) and short against the SDK's flush interval.
+ * The shortest time between two record_outcomes calls this instance makes for one dependency (the
+ * API's bound on how long a report may wait), so a dependency's slot takes at most 1000 / 100 = 10
+ * calls a second from each instance, however many pods report.
  */
-export const REPORT_MERGE_WINDOW_MS = 20;
+export const REPORT_MERGE_INTERVAL_MS = 100;
 
-interface Pending {
+interface Waiter {
+  resolve: (recorded: RecordedOutcomes) => void;
+  reject: (error: unknown) => void;
+}
+
+/** What is gathered for one dependency until its next call. */
+interface Gathered {
   ref: DependencyRef;
   policy: OutcomePolicy;
   batch: OutcomeBatch;
   /** The merged batch's reporters, by name. */
   reporters: Map<string, ReporterOfBatch>;
-  waiters: Array<{ resolve: (recorded: RecordedOutcomes) => void; reject: (error: unknown) => void }>;
-  timer?: NodeJS.Timeout;
+  waiters: Waiter[];
+}
+
+/** One dependency's state: what waits for its next call, and the timer of that call or of the interval after the last. */
+interface Slot {
+  gathered: Gathered | undefined;
+  timer: NodeJS.Timeout | undefined;
 }
 
 /**
- * Merges the reports this instance receives for one dependency within REPORT_MERGE_WINDOW_MS into
- * one record_outcomes call, so a popular dependency's slot takes about one call per instance per
- * window instead of one per reporting pod: counts and latency are summed, every reporter is
+ * Merges the reports this instance receives for one dependency into one record_outcomes call per
+ * REPORT_MERGE_INTERVAL_MS at most, so a popular dependency's slot takes a bounded number of calls
+ * per instance instead of one per reporting pod: counts and latency are summed, every reporter is
  * counted (failing when its own report had failed or slow calls), and each report is answered with
- * the merged call's breaker and reporter count. A report with probe outcomes is written at once
- * (with what was gathered so far): a half-open breaker's fate does not wait. A report is answered
- * only once its call has returned, so a crash loses only reports no caller had an answer for.
+ * the merged call's breaker and reporter count. The first report after a quiet interval is written
+ * at once (with those that came in the same turn of the event loop): an outage's first failures
+ * reach the breaker without delay; the reports that come within the interval after a call wait for
+ * its end, and are written together then. A report with probe outcomes is written at once (with
+ * what was gathered so far): a half-open breaker's fate does not wait. A report is answered only
+ * once its call has returned, so a crash loses only reports no caller had an answer for.
  */
 @Injectable()
 export class ReportMerger implements OnModuleDestroy {
-  private readonly pending = new Map<string, Pending>();
+  private readonly slots = new Map<string, Slot>();
 
   constructor(@Inject(STORE) private readonly store: Store) {}
 
   record(ref: DependencyRef, batch: OutcomeBatch, policy: OutcomePolicy): Promise<RecordedOutcomes> {
     const key = `${ref.namespace}/${ref.dependency}`;
     return new Promise((resolve, reject) => {
-      let pending = this.pending.get(key);
-      if (pending) mergeInto(pending, batch);
-      else {
-        const first: ReporterOfBatch = { reporter: batch.reporter, failing: batch.failures + batch.slow > 0 };
-        pending = {
-          ref,
-          policy,
-          batch: asMerged(batch, first),
-          reporters: new Map([[first.reporter, first]]),
-          waiters: [],
-        };
-        this.pending.set(key, pending);
+      let slot = this.slots.get(key);
+      if (!slot) {
+        slot = { gathered: undefined, timer: undefined };
+        this.slots.set(key, slot);
+        // Quiet for a whole interval: written once this turn's reports have joined it.
+        slot.timer = setTimeout(() => this.intervalEnded(key), 0);
       }
-      pending.policy = policy; // the latest read of the policy
-      pending.waiters.push({ resolve, reject });
-      if (batch.probes.length > 0) this.flush(key);
-      else pending.timer ??= setTimeout(() => this.flush(key), REPORT_MERGE_WINDOW_MS);
+      const gathered = gather(slot, ref, batch, policy);
+      gathered.waiters.push({ resolve, reject });
+      if (batch.probes.length > 0) {
+        slot.gathered = undefined;
+        this.write(gathered);
+      }
     });
   }
 
-  private flush(key: string): void {
-    const pending = this.pending.get(key);
-    if (!pending) return;
-    this.pending.delete(key);
-    clearTimeout(pending.timer);
-    this.store.recordOutcomes(pending.ref, pending.batch, pending.policy).then(
-      (recorded) => pending.waiters.forEach((waiter) => waiter.resolve(recorded)),
-      (error: unknown) => pending.waiters.forEach((waiter) => waiter.reject(error)),
+  /**
+   * The interval after the slot's last call ended (or its first report's turn did): what was
+   * gathered is written and a new interval starts; after a quiet one the slot is dropped.
+   */
+  private intervalEnded(key: string): void {
+    const slot = this.slots.get(key);
+    if (!slot) return;
+    const { gathered } = slot;
+    if (!gathered) {
+      this.slots.delete(key);
+      return;
+    }
+    slot.gathered = undefined;
+    this.write(gathered);
+    slot.timer = setTimeout(() => this.intervalEnded(key), REPORT_MERGE_INTERVAL_MS);
+  }
+
+  private write({ ref, batch, policy, waiters }: Gathered): void {
+    this.store.recordOutcomes(ref, batch, policy).then(
+      (recorded) => waiters.forEach((waiter) => waiter.resolve(recorded)),
+      (error: unknown) => waiters.forEach((waiter) => waiter.reject(error)),
     );
   }
 
   /** Writes what is gathered before the store closes. */
   onModuleDestroy(): void {
-    for (const key of [...this.pending.keys()]) this.flush(key);
+    for (const slot of this.slots.values()) {
+      clearTimeout(slot.timer);
+      if (slot.gathered) this.write(slot.gathered);
+    }
+    this.slots.clear();
   }
 }
 
-/** A copy of the first report of a merge, its reporter listed. */
-function asMerged(batch: OutcomeBatch, first: ReporterOfBatch): OutcomeBatch {
-  return { ...batch, probes: [...batch.probes], latency: batch.latency && [...batch.latency], reporters: [first] };
+/**
+ * The slot's gathered batch with `batch` merged in (the first report of a merge is copied, its
+ * reporter listed), under the latest read of the policy.
+ */
+function gather(slot: Slot, ref: DependencyRef, batch: OutcomeBatch, policy: OutcomePolicy): Gathered {
+  if (slot.gathered) {
+    mergeInto(slot.gathered, batch);
+    slot.gathered.policy = policy;
+    return slot.gathered;
+  }
+  const first: ReporterOfBatch = { reporter: batch.reporter, failing: batch.failures + batch.slow > 0 };
+  slot.gathered = {
+    ref,
+    policy,
+    batch: { ...batch, probes: [...batch.probes], latency: batch.latency && [...batch.latency], reporters: [first] },
+    reporters: new Map([[first.reporter, first]]),
+    waiters: [],
+  };
+  return slot.gathered;
 }
 
-function mergeInto(pending: Pending, batch: OutcomeBatch): void {
-  const merged = pending.batch;
+function mergeInto(gathered: Gathered, batch: OutcomeBatch): void {
+  const merged = gathered.batch;
   merged.requests += batch.requests;
   merged.successes += batch.successes;
   merged.failures += batch.failures;
@@ -92,11 +136,11 @@ function mergeInto(pending: Pending, batch: OutcomeBatch): void {
     batch.latency.forEach((count, i) => (into[i] = (into[i] ?? 0) + count));
   }
   const failing = batch.failures + batch.slow > 0;
-  const known = pending.reporters.get(batch.reporter);
+  const known = gathered.reporters.get(batch.reporter);
   if (known) known.failing ||= failing;
   else {
     const entry = { reporter: batch.reporter, failing };
-    pending.reporters.set(entry.reporter, entry);
+    gathered.reporters.set(entry.reporter, entry);
     merged.reporters?.push(entry);
   }
 }
