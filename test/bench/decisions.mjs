@@ -4,7 +4,9 @@
 // decided by decide_retries-N.lua in one script call), in decisions per second beside them.
 // The HTTP contenders run side by side: all started once, then measured in turn for ROUNDS rounds,
 // each row the median round, so a noisy minute on a shared machine moves every contender alike.
-// Run with `npm run bench:decisions [-- --rounds N]` (builds dist/ first). Output: test/bench/results/ only.
+// Then the single-decision endpoint and the bare server at a fixed rate, for their latency unsaturated.
+// Run with `npm run bench:decisions [-- --rounds N --fixed-rate R]` (builds dist/ first). Output:
+// test/bench/results/ only.
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -35,6 +37,15 @@ const WARMUP_SECONDS = 2;
 /** Seconds of one measured round; each HTTP contender gets ROUNDS of them, in turn with the others. */
 const LOAD_SECONDS = 5;
 const ROUNDS = Number(commandLineValue('--rounds', '3'));
+/**
+ * Requests per second of the fixed-rate rounds: the single-decision endpoint and the bare server
+ * offered the same load below either's capacity, over the same connections, for the latency a
+ * caller sees when the server is not saturated (at saturation, latency is mostly the queue of 32
+ * connections). `--fixed-rate 0` skips them.
+ */
+const FIXED_RATE = Number(commandLineValue('--fixed-rate', '5000'));
+/** The contenders measured at FIXED_RATE too. */
+const FIXED_RATE_CONTENDERS = new Set(['coordinator', 'baseline']);
 const NAMESPACE = 'bench';
 const DEPENDENCIES = ['payments', 'search', 'inventory', 'profile'];
 /**
@@ -64,14 +75,23 @@ const batchRequests = DEPENDENCIES.map((dependency) => ({
   }),
 }));
 
+/**
+ * Dependencies the reports are spread over. An instance makes at most one record_outcomes call per
+ * dependency per 100 ms, and answers a report once its call is made: reports of a few dependencies
+ * would measure that interval, not the instance. Spread over this many, each dependency's report
+ * mostly comes after a quiet interval and is written at once (a call per report), so the row
+ * measures what a report costs the instance, merging aside.
+ */
+const REPORTED_DEPENDENCIES = 900;
+
 /** One report per request, for one dependency, from one of 64 reporters: what a pod's flush looks like. */
-const reportRequests = Array.from({ length: 64 }, (_, i) => ({
+const reportRequests = Array.from({ length: REPORTED_DEPENDENCIES }, (_, i) => ({
   method: 'POST',
   path: `/v1/${NAMESPACE}/reports`,
   headers: { 'content-type': 'application/json' },
   body: JSON.stringify({
-    reporter: `pod-${i}`,
-    deps: [{ dep: DEPENDENCIES[i % DEPENDENCIES.length], requests: 20, successes: 20, failures: 0, slow: 0 }],
+    reporter: `pod-${i % 64}`,
+    deps: [{ dep: `reported-${i}`, requests: 20, successes: 20, failures: 0, slow: 0 }],
   }),
 }));
 
@@ -126,9 +146,27 @@ async function measureInTurn(servers) {
       );
     }
   }
+  const fixedRate = new Map();
+  for (let round = 1; FIXED_RATE > 0 && round <= ROUNDS; round++) {
+    for (const server of servers.filter(({ name }) => FIXED_RATE_CONTENDERS.has(name))) {
+      process.stdout.write(`round ${round}/${ROUNDS} at ${FIXED_RATE}/s: ${server.name}, ${LOAD_SECONDS} s\n`);
+      const result = await httpLoad(server.baseUrl, {
+        requests: server.load,
+        connections: CONNECTIONS,
+        durationSeconds: LOAD_SECONDS,
+        overallRate: FIXED_RATE,
+      });
+      fixedRate.set(server.name, [...(fixedRate.get(server.name) ?? []), result]);
+    }
+  }
   return servers.map((server) => {
     const sorted = [...server.rounds].sort((a, b) => a.rps - b.rps);
-    return { ...sorted[Math.floor(sorted.length / 2)], roundsRps: server.rounds.map((r) => Math.round(r.rps)) };
+    const atRate = [...(fixedRate.get(server.name) ?? [])].sort((a, b) => a.p99Ms - b.p99Ms);
+    return {
+      ...sorted[Math.floor(sorted.length / 2)],
+      roundsRps: server.rounds.map((r) => Math.round(r.rps)),
+      ...(atRate.length > 0 ? { fixedRate: { ...atRate[Math.floor(atRate.length / 2)], rate: FIXED_RATE } } : {}),
+    };
   });
 }
 
@@ -272,9 +310,21 @@ function printTable(results) {
   console.log(
     '(HTTP rows: the median of the rounds, by requests/s; autocannon measures latency to the whole millisecond; errors: non-2xx answers, socket errors, timeouts; ' +
       `coordinator-batched: ${BATCH_SIZE} asks for one dependency a request, its latency per request; ` +
-      'coordinator-reports: one report of one dependency a request (its requests/s are reports/s); ' +
+      `coordinator-reports: one report of one dependency a request, over ${REPORTED_DEPENDENCIES} dependencies (its requests/s are reports/s); ` +
       'vs baseline: decisions/s over the baseline\u2019s single decisions/s)',
   );
+  const atRate = results.filter((result) => result.fixedRate);
+  if (atRate.length > 0) {
+    console.log(
+      `\nAt a fixed ${FIXED_RATE} requests/s over ${CONNECTIONS} connections (median round by p99):\n` +
+        atRate
+          .map(({ contender, fixedRate: r }) => {
+            const failures = r.non2xx + r.errors + r.timeouts;
+            return `${contender}: ${number(r.rps, 0)} req/s, p50 ${number(r.p50Ms, 3)} ms, p99 ${number(r.p99Ms, 3)} ms, errors ${failures}`;
+          })
+          .join('\n'),
+    );
+  }
   if (results.some((result) => result.failed || result.non2xx + result.errors + result.timeouts > 0)) {
     console.log('WARNING: some requests failed, so these numbers do not measure decisions alone');
   }

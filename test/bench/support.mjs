@@ -105,8 +105,8 @@ export async function waitReady(url, child, timeoutMs = 20_000) {
 }
 
 /** Drives `requests` (cycled per connection) against `baseUrl` with autocannon. */
-export async function httpLoad(baseUrl, { requests, connections, durationSeconds }) {
-  const result = await autocannon({ url: baseUrl, connections, duration: durationSeconds, requests });
+export async function httpLoad(baseUrl, { requests, connections, durationSeconds, overallRate }) {
+  const result = await autocannon({ url: baseUrl, connections, duration: durationSeconds, requests, overallRate });
   return {
     rps: result.requests.average,
     p50Ms: result.latency.p50,
