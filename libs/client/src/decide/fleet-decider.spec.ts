@@ -10,19 +10,8 @@ import { grantedDecision } from '../../../../test/support/decisions';
 
 const GRANT = grantedDecision({ budget: { retries: 1, requests: 10, limit: 5, windowSeconds: 10 } });
 
-/**
- * A coalescing decider whose coordinator answers the first ask only when told to, on a manual
- * clock: what the caller's wait leaves once that answer comes is up to the test.
- */
-function setup() {
-  const asked: RetryRequest[] = [];
-  let answerFirst: () => void = () => undefined;
-  const firstAnswered = new Promise<void>((resolve) => (answerFirst = resolve));
-  const decide = async (request: RetryRequest): Promise<RetryDecision> => {
-    asked.push(request);
-    if (asked.length === 1) await firstAnswered;
-    return GRANT;
-  };
+/** A coalescing decider on a manual clock, whose coordinator answers each ask with `decide`. */
+function deciderFor(decide: (request: RetryRequest) => Promise<RetryDecision>) {
   const transport = {
     retry: (_dep: string, request: RetryRequest) => decide(request),
     retries: async (asks: RetryAsk[]) => ({ decisions: await Promise.all(asks.map((ask) => decide(ask))) }),
@@ -39,7 +28,23 @@ function setup() {
   );
   const clock = new ManualClock();
   const decider = new FleetDecider(transport, link, leases, clock, { decisionTimeoutMs: 200, requestTimeoutMs: 1000 });
-  return { decider, clock, asked, answerFirst, link, dependency: new FleetDependency('pay', undefined, 1) };
+  return { decider, clock, link, dependency: new FleetDependency('pay', undefined, 1) };
+}
+
+/**
+ * A coalescing decider whose coordinator answers the first ask only when told to, on a manual
+ * clock: what the caller's wait leaves once that answer comes is up to the test.
+ */
+function setup() {
+  const asked: RetryRequest[] = [];
+  let answerFirst: () => void = () => undefined;
+  const firstAnswered = new Promise<void>((resolve) => (answerFirst = resolve));
+  const decide = async (request: RetryRequest): Promise<RetryDecision> => {
+    asked.push(request);
+    if (asked.length === 1) await firstAnswered;
+    return GRANT;
+  };
+  return { ...deciderFor(decide), asked, answerFirst };
 }
 
 async function untilAsked(asked: unknown[], count: number): Promise<void> {
@@ -82,36 +87,13 @@ describe('FleetDecider: retry asks made while another is under way', () => {
 describe('FleetDecider: the decision timeout runs from when the ask goes out', () => {
   it('waits for the answer the whole decision time after the send, however long the ask waited in a busy process', async () => {
     const asked: RetryRequest[] = [];
-    const transport = {
-      retry: async (_dep: string, request: RetryRequest) => {
-        asked.push(request);
-        await sleep(5);
-        return GRANT;
-      },
-      retries: async () => {
-        throw new Error('not used');
-      },
-      admit: async () => {
-        throw new Error('not used');
-      },
-    };
-    const link = new CoordinatorLink(silentLogger, 'local', 1);
-    const leases = new LeaseKeeper(
-      { releaseLease: async () => undefined, renewLease: async () => ({ expiresAt: 0 }) },
-      link,
-      new TimeoutWatch(),
-      1000,
-    );
-    const decider = new FleetDecider(transport, link, leases, new ManualClock(), {
-      decisionTimeoutMs: 200,
-      requestTimeoutMs: 1000,
+    const { decider, dependency } = deciderFor(async (request) => {
+      asked.push(request);
+      await sleep(5);
+      return GRANT;
     });
 
-    const decision = decider.retry(new FleetDependency('pay', undefined, 1), {
-      attempt: 1,
-      status: 503,
-      deadlineMs: 5000,
-    });
+    const decision = decider.retry(dependency, { attempt: 1, status: 503, deadlineMs: 5000 });
     // The process is busy longer than the decision time before the coalescing window's timer runs.
     const busyUntil = Date.now() + 250;
     while (Date.now() < busyUntil);
