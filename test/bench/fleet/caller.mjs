@@ -3,6 +3,7 @@
 // per 100 ms bin of the call's scheduled start. Forked by run.mjs with its configuration as argv[2].
 import { Agent, request } from 'node:http';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +30,7 @@ import {
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../../..');
 const config = JSON.parse(process.argv[2]);
+os.setPriority(config.nice);
 const { id, strategy, dependencyUrl, phases, rate, offsetMs, policy: POLICY } = config;
 const target = new URL('/work', dependencyUrl);
 const agent = new Agent({ keepAlive: true, maxSockets: 1024 });

@@ -275,6 +275,7 @@ async function runOne({ n, strategy, namespace }, dependency, coordinatorUrls, d
       rate,
       // Callers are staggered within one interval, so the fleet's load is even.
       offsetMs: (id * interval) / n,
+      nice: options.callerNice,
     };
     callers.push(forkChild('caller.mjs', [JSON.stringify(config)], `caller-${id}`));
   }
@@ -417,6 +418,7 @@ async function main() {
     '',
     `Policy: retryBudget ${JSON.stringify(POLICY.retryBudget)}, breaker ${JSON.stringify(POLICY.breaker)}.`,
     `Amplification: requests received ÷ first attempts offered, per phase. Tolerance: ${TOLERANCE}.`,
+    `Callers at nice ${options.callerNice} (--caller-nice), ${os.availableParallelism()} cores.`,
     ...notes(runs),
     '',
     ...results.map((result) => `${result.shown ? 'shown ' : result.ok ? 'holds ' : 'FAILS '} ${result.text}`),

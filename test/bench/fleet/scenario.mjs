@@ -155,6 +155,12 @@ export function readOptions(argv = process.argv.slice(2), env = process.env) {
       pick('store-timeout-ms', 'FLEET_STORE_TIMEOUT_MS', undefined) === undefined
         ? undefined
         : number('store-timeout-ms', 'FLEET_STORE_TIMEOUT_MS', 50, 1, 60_000),
+    /**
+     * The callers' CPU priority (nice). In a deployment the callers run on hosts of their own; here
+     * up to 16 share 2 cores with the coordinators, Redis and the dependency, and at an equal
+     * priority they starve them. At 19 they stand in for callers elsewhere.
+     */
+    callerNice: number('caller-nice', 'FLEET_CALLER_NICE', 19, 0, 19),
     redisUrl: pick('redis-url', 'FLEET_REDIS_URL', 'redis://127.0.0.1:6379'),
     outDir: pick('out', 'FLEET_OUT', undefined),
     chart: pick('chart', 'FLEET_CHART', undefined),
@@ -179,6 +185,7 @@ export const USAGE = `npm run bench:fleet -- [options]   (each also as an enviro
   --latency-ms 2             FLEET_LATENCY_MS           the dependency's latency when it answers 200
   --decision-timeout-ms 50   FLEET_DECISION_TIMEOUT_MS  the SDK's decisionTimeoutMs (sluice; default: the SDK's)
   --store-timeout-ms 50      FLEET_STORE_TIMEOUT_MS     the coordinators' SLUICE_STORE_TIMEOUT_MS (default: the service's)
+  --caller-nice 19           FLEET_CALLER_NICE          the callers' nice value (0: the CPU shared evenly with the rest)
   --redis-url URL            FLEET_REDIS_URL            the Redis both coordinators share (keys under a unique prefix)
   --out DIR                  FLEET_OUT                  raw series (default test/bench/fleet/results)
   --chart FILE               FLEET_CHART                the SVG chart (default fleet.svg in --out; the docs' chart: --chart test/bench/fleet/fleet.svg)`;
