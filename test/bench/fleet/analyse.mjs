@@ -130,6 +130,11 @@ export function figures(run) {
     fallbackSwitches:
       strategy === 'sluice' ? callers.reduce((total, caller) => total + caller.seen.fallbackSwitches, 0) : null,
     retryDecisionsOver50ms: coordinator ? coordinator.retryDecisionsOver50ms : null,
+    // Calls that ended because their retry decision was not answered within decisionTimeoutMs.
+    lateDecisions:
+      strategy === 'sluice'
+        ? callers.reduce((total, caller) => total + (caller.seen.giveUps.coordinator_unavailable ?? 0), 0)
+        : null,
     callerLoopDelayP99Ms: Math.max(...callers.map((caller) => caller.loopDelayP99Ms)),
   };
 }
@@ -193,7 +198,8 @@ export function notes(runs) {
         `(fleet budget ceiling ${f.budgetCeilingOutage.fleet}) and ${f.grantsOutage.local} by the SDK's local fallback; ` +
         `${f.fallbackSwitches} switches to the fallback (${summariseCauses(run.callers)})` +
         (f.fallbackProbes > 0 ? `, during which its local breaker let ${f.fallbackProbes} probe calls out` : '') +
-        `; ${f.retryDecisionsOver50ms} retry decisions took a coordinator over 50 ms. ` +
+        `; ${f.retryDecisionsOver50ms} retry decisions took a coordinator over 50 ms, and ${f.lateDecisions} calls ` +
+        'ended coordinator_unavailable (a decision not answered within decisionTimeoutMs). ' +
         `Coordinator requests: ${f.coordinatorRequests} for ${f.offered.total} calls (${routes}).`,
     );
   }
