@@ -11,7 +11,7 @@ export type DecisionTransport = Pick<CoordinatorTransport, 'retry' | 'retries' |
 import type { HeldRefusal } from '../fleet/held-denial';
 import { within } from '../within';
 import type { AdmitAnswer, Decider, RetryVerdict } from './decider';
-import { AskNotSentError, RetryCoalescer } from './retry-coalescer';
+import { AskNotSentError, RetryCoalescer, withDeadlineLeft } from './retry-coalescer';
 
 const NOT_YET = { allow: false, reason: 'coordinator_unavailable', delayMs: 0 } as const;
 const REFUSED_TOKEN = { allow: false, reason: 'config_error', delayMs: 0 } as const;
@@ -235,13 +235,6 @@ function factsOf(breaker: BreakerWord, retryAfterMs: number | undefined, now: nu
     openUntil,
     retryAfterMs: retryAfterMs !== undefined && retryAfterMs > 0 ? retryAfterMs : fromOpenUntil,
   };
-}
-
-/** The ask with the deadline it has left after waiting `waitedMs` to be sent; undefined once none is left. */
-function withDeadlineLeft(request: RetryRequest, waitedMs: number): RetryRequest | undefined {
-  if (request.deadlineMs === undefined || waitedMs <= 0) return request;
-  const deadlineMs = request.deadlineMs - waitedMs;
-  return deadlineMs < 1 ? undefined : { ...request, deadlineMs };
 }
 
 /** A denial that says when to ask again is held until then (see `HeldDenial`). */

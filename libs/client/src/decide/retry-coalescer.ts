@@ -88,10 +88,9 @@ export class RetryCoalescer {
     const now = Date.now();
     const waiting: Waiting[] = [];
     for (const entry of this.waiting) {
-      const { deadlineMs } = entry.request;
-      if (deadlineMs === undefined) waiting.push(entry);
-      else if (deadlineMs - (now - entry.askedAt) < 1) entry.reject(new AskNotSentError());
-      else waiting.push({ ...entry, request: { ...entry.request, deadlineMs: deadlineMs - (now - entry.askedAt) } });
+      const request = withDeadlineLeft(entry.request, now - entry.askedAt);
+      if (request === undefined) entry.reject(new AskNotSentError());
+      else waiting.push({ ...entry, request });
     }
     this.waiting = [];
     for (let start = 0; start < waiting.length; start += MAX_RETRY_ASKS) {
@@ -125,6 +124,16 @@ export class RetryCoalescer {
   private askAlone({ dep, request, timeouts, resolve, reject }: Waiting): Promise<void> {
     return this.transport.retry(dep, request, timeouts).then(resolve, reject);
   }
+}
+
+/**
+ * The ask with the deadline it has left after waiting `waitedMs` to be sent; undefined once none is
+ * left (the coordinator could only refuse it).
+ */
+export function withDeadlineLeft(request: RetryRequest, waitedMs: number): RetryRequest | undefined {
+  if (request.deadlineMs === undefined || waitedMs <= 0) return request;
+  const deadlineMs = request.deadlineMs - waitedMs;
+  return deadlineMs < 1 ? undefined : { ...request, deadlineMs };
 }
 
 /** The batch's request ends, and stops re-asking, as soon as its most pressed ask would. */
