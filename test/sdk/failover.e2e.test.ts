@@ -93,6 +93,9 @@ describe.each([
       // A loaded machine must not turn a slow answer into a lost one: only the kill may lose one.
       // (With 1 s, a whole test run's load once lost the six asks of the batch in flight at the kill.)
       decisionTimeoutMs: 5000,
+      // Nor a slow report, view read or event stream into a move to the second coordinator before the
+      // kill (with the default 1 s, a whole test run's load once did, beside a starting Chromium).
+      requestTimeoutMs: 5000,
       reportIntervalMs: 100,
       logger: false,
     });
