@@ -399,8 +399,10 @@ async function runSteady({ callers, coordinators, dependency }) {
   };
 }
 
-/** The coordinator's shortest time between two record_outcomes calls of one dependency (apps/coordinator/src/budgets/report-merger.ts). */
-const REPORT_MERGE_INTERVAL_MS = 100;
+/** The coordinator's shortest time between two record_outcomes calls of one dependency, as built. */
+const { REPORT_MERGE_INTERVAL_MS } = createRequire(import.meta.url)(
+  join(ROOT, 'dist/apps/coordinator/src/budgets/report-merger.js'),
+);
 
 function printSteady(rows) {
   console.log(
