@@ -118,20 +118,24 @@ describe('SDK retries against the real coordinator and a flaky server', () => {
   });
 
   it('the deadline bounds the whole loop: attempts carry what is left and the last is aborted at the deadline', async () => {
-    const dep = sluice.dependency('deadline', { maxAttempts: 10, timeoutMs: 250 });
+    // 300 ms are left after the first attempt's timeout for the retry's decision, its backoff and a
+    // second attempt (with 150, a whole test run's load once left too little for a second attempt).
+    const DEADLINE_MS = 700;
+    const TIMEOUT_MS = 400;
+    const dep = sluice.dependency('deadline', { maxAttempts: 10, timeoutMs: TIMEOUT_MS });
     server.plan([], { hang: true });
     const started = Date.now();
 
-    const error = await rejection(dep.fetch(`${server.url}/slow`, { deadlineMs: 400 }));
+    const error = await rejection(dep.fetch(`${server.url}/slow`, { deadlineMs: DEADLINE_MS }));
 
     const elapsed = Date.now() - started;
     expect(isDeadlineExceededError(error)).toBe(true);
     expect(error.attempts).toBeGreaterThanOrEqual(2);
     const budgets = server.requests.map((r) => Number(r.headers['sluice-deadline-ms']));
-    expect(budgets.every((budget) => budget <= 400)).toBe(true);
+    expect(budgets.every((budget) => budget <= DEADLINE_MS)).toBe(true);
     // The first attempt may take its whole timeout; the second only what is left of the deadline.
-    expect(budgets[0]).toBe(250);
-    expect(budgets[1]).toBeLessThan(400 - 250 + 1);
+    expect(budgets[0]).toBe(TIMEOUT_MS);
+    expect(budgets[1]).toBeLessThan(DEADLINE_MS - TIMEOUT_MS + 1);
     await waitUntil(
       () => server.requests.every((r) => r.aborted),
       2000,
@@ -139,7 +143,7 @@ describe('SDK retries against the real coordinator and a flaky server', () => {
       5,
     );
     // Generous bound: the loop ends at the deadline, not after another attempt or backoff.
-    expect(elapsed).toBeLessThan(400 + 300);
+    expect(elapsed).toBeLessThan(DEADLINE_MS + 300);
   });
 
   it('hedging: the second attempt answers first, wins, and the first is aborted; the hedge used a retry grant', async () => {
