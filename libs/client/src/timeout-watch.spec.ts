@@ -89,4 +89,26 @@ describe('TimeoutWatch', () => {
     expect(expired).toEqual(['renewing@10', 'renewing@20', 'renewing@30']);
     expect(watch.size).toBe(0);
   });
+
+  it('keeps every watched entry, in order, across the replacements of its head', () => {
+    const expired: string[] = [];
+    const watch = new TimeoutWatch();
+    const early = entry('early', 30, expired);
+    watch.add(early);
+    // 3,000 short-lived entries: the head is replaced with the list empty and with entries on it.
+    const kept: Expiring[] = [];
+    for (let i = 0; i < 3000; i++) {
+      const each = entry(`e${i}`, 20, expired);
+      watch.add(each);
+      if (i % 1000 === 999) kept.push(each);
+      else watch.delete(each);
+    }
+    const late = entry('late', 40, expired);
+    watch.add(late);
+    expect(watch.size).toBe(5);
+    watch.delete(kept[1]);
+    jest.advanceTimersByTime(40);
+    expect(expired).toEqual(['e999@20', 'e2999@20', 'early@30', 'late@40']);
+    expect(watch.size).toBe(0);
+  });
 });

@@ -143,19 +143,12 @@ export function sendAttempt<R>(
     return Promise.resolve(onValue(attempt, result));
   }
   timeouts.add(attempt);
-  const settled = new Promise<R>(takeResolve);
-  attempt.watch(taken!, onValue, onFailure);
+  // The executor is made per attempt: handing `resolve` out through a module variable instead writes
+  // a new object into an old one, which costs more than the closure.
+  const settled = new Promise<R>((resolve) => attempt.watch(resolve as (value: unknown) => void, onValue, onFailure));
   (result as PromiseLike<unknown>).then(
     (value) => attempt.answer(value),
     (error) => attempt.fail(error),
   );
   return settled;
-}
-
-/** The resolve function of the promise being made, from {@link takeResolve}. */
-let taken: ((value: unknown) => void) | undefined;
-
-/** The executor of every attempt's promise (one function, no closure per attempt): it hands out the promise's resolve. */
-function takeResolve(resolve: (value: never) => void): void {
-  taken = resolve as (value: unknown) => void;
 }
