@@ -104,8 +104,9 @@ describe('rate and concurrency limits, honoured by the SDK against the real coor
       bulkhead: { concurrency: { limit: 2, leaseMs: 2000 } },
       metered: { rateLimit: { rate: 3, periodMs: HOUR, burst: 3 } },
       batch: { rateLimit: { rate: 3, periodMs: HOUR, burst: 3 } },
-      // Short leases: an attempt that outlives one keeps it only by renewing it.
-      'long-calls': { concurrency: { limit: 1, leaseMs: 200 }, backoff: { baseMs: 10, capMs: 50, jitter: 'full' } },
+      // Short leases: an attempt that outlives one keeps it only by renewing it. 400 ms leaves a
+      // renewal (due at 200 ms) that long to arrive on a loaded machine.
+      'long-calls': { concurrency: { limit: 1, leaseMs: 400 }, backoff: { baseMs: 10, capMs: 50, jitter: 'full' } },
     });
     proxy = await startLeaseLedgerProxy(coordinator.url);
     server = await startGaugedServer();
@@ -191,7 +192,7 @@ describe('rate and concurrency limits, honoured by the SDK against the real coor
 
   it('renews the lease of a call that outlives it, so no second call gets in meanwhile', async () => {
     const longCalls = sluice.dependency('long-calls', { timeoutMs: 2000 });
-    const calls = [0, 1, 2].map((i) => longCalls.fetch(`${server.url}/long-calls/${i}?ms=500`).then((r) => r.text()));
+    const calls = [0, 1, 2].map((i) => longCalls.fetch(`${server.url}/long-calls/${i}?ms=1000`).then((r) => r.text()));
     expect(await Promise.all(calls)).toEqual(['ok', 'ok', 'ok']);
     await sluice.flush();
     expect(server.peak.get('long-calls')).toBe(1);
@@ -199,7 +200,7 @@ describe('rate and concurrency limits, honoured by the SDK against the real coor
     const renewals = proxy.answered.filter((line) =>
       /^POST \/v1\/shop\/deps\/long-calls\/leases\/.+\/renew 200$/.test(line),
     );
-    // Each 500 ms call held a 200 ms lease: renewed every ~100 ms.
+    // Each 1,000 ms call held a 400 ms lease: renewed every ~200 ms.
     expect(renewals.length).toBeGreaterThanOrEqual(3 * 3);
     expect(await inUse('long-calls')).toBe(0);
   });
