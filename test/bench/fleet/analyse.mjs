@@ -1,5 +1,22 @@
 // The figures of one run, the table of all runs, and the checks of what the simulation must show.
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { BIN_MS, phaseBounds, scenarioMs } from './scenario.mjs';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../../..');
+/** The coordinator's shortest time between two record_outcomes calls of one dependency, as built. */
+const { REPORT_MERGE_INTERVAL_MS } = createRequire(import.meta.url)(
+  join(ROOT, 'dist/apps/coordinator/src/budgets/report-merger.js'),
+);
+/** How often the SDK reports (its default, which the callers keep). */
+const REPORT_INTERVAL_MS = 200;
+/**
+ * The fleet budget counts a first attempt when a report of it is written (in the coordinator's
+ * second of that moment): up to a report interval and a merge interval after it went out. So its
+ * 10 s window can hold the first attempts of up to 10.3 s; a per-process budget counts each at once.
+ */
+const FLEET_DEPOSIT_LAG_BINS = Math.ceil((REPORT_INTERVAL_MS + REPORT_MERGE_INTERVAL_MS) / BIN_MS);
 
 /** Amplification Sluice must stay under during the full outage: 1 + ratio + this. */
 export const TOLERANCE = 0.05;
@@ -38,10 +55,11 @@ function recoveryMs(ok, offered, fromBin, toBin) {
  * The most retries a budget of `floor` retries/s can grant within [fromBin, toBin). Split the span
  * into blocks of one budget window W: every grant of a block lies in the window (t − W, t] of the
  * block's last grant t, so a block grants at most max over t in the block of
- * ratio × first attempts in (t − W, t] + floor × W. First attempts are what the dependency received
- * as attempt 1 (probes included) and, for a window reaching before the start, the warm-up calls.
+ * ratio × first attempts in (t − W − lag, t] + floor × W, where `lagBins` is how late a first
+ * attempt may be counted. First attempts are what the dependency received as attempt 1 (probes
+ * included) and, for a window reaching before the start, the warm-up calls.
  */
-function budgetCeiling(dependency, retryBudget, floor, fromBin, toBin) {
+function budgetCeiling(dependency, retryBudget, floor, fromBin, toBin, lagBins) {
   const windowBins = (retryBudget.windowSeconds * 1000) / BIN_MS;
   const deposits = (from, to) =>
     sum(dependency.first, from, to) + sum(dependency.probes, from, to) + (from < 0 ? dependency.beforeStart : 0);
@@ -49,7 +67,7 @@ function budgetCeiling(dependency, retryBudget, floor, fromBin, toBin) {
   for (let block = fromBin; block < toBin; block += windowBins) {
     let most = 0;
     for (let t = block + 1; t <= Math.min(block + windowBins, toBin); t++)
-      most = Math.max(most, deposits(t - windowBins, t));
+      most = Math.max(most, deposits(t - windowBins - lagBins, t));
     ceiling += retryBudget.ratio * most + floor * retryBudget.windowSeconds;
   }
   return Math.floor(ceiling);
@@ -83,13 +101,21 @@ export function figures(run) {
   const retriesOutage = sum(dependency.retries, outageFrom, outageTo);
   const { retryBudget } = policy;
   // The fleet budget's ceiling over the outage, and the one of N per-process budgets (N floors).
-  const fleetCeiling = budgetCeiling(dependency, retryBudget, retryBudget.minRetriesPerSecond, outageFrom, outageTo);
+  const fleetCeiling = budgetCeiling(
+    dependency,
+    retryBudget,
+    retryBudget.minRetriesPerSecond,
+    outageFrom,
+    outageTo,
+    FLEET_DEPOSIT_LAG_BINS,
+  );
   const perProcessCeiling = budgetCeiling(
     dependency,
     retryBudget,
     n * retryBudget.minRetriesPerSecond,
     outageFrom,
     outageTo,
+    0,
   );
 
   return {
