@@ -16,7 +16,16 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { commandLineValue, freePort, killAllChildrenNow, stopAllChildren, track, waitReady } from './support.mjs';
+import {
+  SDK_REPORT_INTERVAL_MS,
+  commandLineValue,
+  freePort,
+  killAllChildrenNow,
+  reportMergeIntervalMs,
+  stopAllChildren,
+  track,
+  waitReady,
+} from './support.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '../..');
@@ -395,25 +404,20 @@ async function runSteady({ callers, coordinators, dependency }) {
     processes: callers.length,
     reportsPerSecond: (after.reports - before.reports) / seconds,
     scriptsPerSecond: (after.reportScripts - before.reportScripts) / seconds,
-    bound: coordinators.length * (1000 / REPORT_MERGE_INTERVAL_MS),
+    bound: coordinators.length * (1000 / reportMergeIntervalMs()),
   };
 }
 
-/** The coordinator's shortest time between two record_outcomes calls of one dependency, as built. */
-const { REPORT_MERGE_INTERVAL_MS } = createRequire(import.meta.url)(
-  join(ROOT, 'dist/apps/coordinator/src/budgets/report-merger.js'),
-);
-
 function printSteady(rows) {
   console.log(
-    `\nSteady reporting: each process calls every ${STEADY_EVERY_MS} ms and reports every 200 ms (the SDK's default); ` +
+    `\nSteady reporting: each process calls every ${STEADY_EVERY_MS} ms and reports every ${SDK_REPORT_INTERVAL_MS} ms (the SDK's default); ` +
       'per second, over the middle of the phase:',
   );
   const header = [
     'processes',
     'reports received',
     'record_outcomes calls on the slot',
-    `bound (${2} instances × 1 per ${REPORT_MERGE_INTERVAL_MS} ms)`,
+    `bound (${2} instances × 1 per ${reportMergeIntervalMs()} ms)`,
   ];
   const cells = [
     header,

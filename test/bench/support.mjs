@@ -1,12 +1,27 @@
 // Child processes, ports and load generation for the benchmarks in this folder.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 
 const children = new Set();
 let started = 0;
+
+/** The coordinator's shortest time between two record_outcomes calls of one dependency, as built (dist/). */
+export function reportMergeIntervalMs() {
+  const built = join(
+    dirname(fileURLToPath(import.meta.url)),
+    '../../dist/apps/coordinator/src/budgets/report-merger.js',
+  );
+  return createRequire(import.meta.url)(built).REPORT_MERGE_INTERVAL_MS;
+}
+
+/** How often the SDK reports: its default, which the benches' callers keep. */
+export const SDK_REPORT_INTERVAL_MS = 200;
 
 /**
  * Tracks a child process until it exits: its output is kept (last few KB) for error messages,

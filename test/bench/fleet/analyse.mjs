@@ -1,22 +1,13 @@
 // The figures of one run, the table of all runs, and the checks of what the simulation must show.
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { SDK_REPORT_INTERVAL_MS, reportMergeIntervalMs } from '../support.mjs';
 import { BIN_MS, phaseBounds, scenarioMs } from './scenario.mjs';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../../..');
-/** The coordinator's shortest time between two record_outcomes calls of one dependency, as built. */
-const { REPORT_MERGE_INTERVAL_MS } = createRequire(import.meta.url)(
-  join(ROOT, 'dist/apps/coordinator/src/budgets/report-merger.js'),
-);
-/** How often the SDK reports (its default, which the callers keep). */
-const REPORT_INTERVAL_MS = 200;
 /**
  * The fleet budget counts a first attempt when a report of it is written (in the coordinator's
  * second of that moment): up to a report interval and a merge interval after it went out. So its
  * 10 s window can hold the first attempts of up to 10.3 s; a per-process budget counts each at once.
  */
-const FLEET_DEPOSIT_LAG_BINS = Math.ceil((REPORT_INTERVAL_MS + REPORT_MERGE_INTERVAL_MS) / BIN_MS);
+const fleetDepositLagBins = () => Math.ceil((SDK_REPORT_INTERVAL_MS + reportMergeIntervalMs()) / BIN_MS);
 
 /** Amplification Sluice must stay under during the full outage: 1 + ratio + this. */
 export const TOLERANCE = 0.05;
@@ -107,7 +98,7 @@ export function figures(run) {
     retryBudget.minRetriesPerSecond,
     outageFrom,
     outageTo,
-    FLEET_DEPOSIT_LAG_BINS,
+    fleetDepositLagBins(),
   );
   const perProcessCeiling = budgetCeiling(
     dependency,
