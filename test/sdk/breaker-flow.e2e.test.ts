@@ -10,7 +10,7 @@ describe('a breaker opened by reported failures, probed through admit, closed by
 
   beforeAll(async () => {
     coordinator = await startShopCoordinator({
-      ledger: { breaker: { minimumCalls: 5, failureRateThreshold: 0.5, openMs: 300, closeAfterSuccesses: 1 } },
+      ledger: { breaker: { minimumCalls: 5, failureRateThreshold: 0.5, openMs: 1000, closeAfterSuccesses: 1 } },
     });
     server = await startFlakyServer();
   });
