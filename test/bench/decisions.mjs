@@ -56,7 +56,7 @@ const FIXED_RATE_CONTENDERS = new Set(['coordinator', 'baseline']);
  * every second.
  */
 const FIXED_RATE_LOADS = {
-  paced: (baseUrl, options) => pacedLoad(baseUrl, options),
+  paced: pacedLoad,
   'autocannon quota': (baseUrl, { rate, ...options }) => httpLoad(baseUrl, { ...options, overallRate: rate }),
 };
 const NAMESPACE = 'bench';

@@ -23,8 +23,10 @@ export async function pacedLoad(baseUrl, { requests, connections, durationSecond
   const prepared = requests.map((request) => prepare(url, request));
   const due = Math.round(rate * durationSeconds);
   const latencies = new Float64Array(due).fill(Number.NaN);
-  const waiting = []; // indexes due but not sent: every connection was busy
-  const idle = [];
+  const waiting = []; // indexes due but not sent: every connection was busy (read from `nextWaiting`)
+  let nextWaiting = 0;
+  const idle = new Set();
+  let live = connections;
   let sent = 0;
   let answered = 0;
   let non2xx = 0;
@@ -49,6 +51,15 @@ export async function pacedLoad(baseUrl, { requests, connections, durationSecond
     connection.index = index;
     connection.socket.write(prepared[index % prepared.length]);
   };
+  /** Every request no connection is left to send fails: the run ends instead of waiting for it. */
+  const failUnsendable = () => {
+    const unsent = due - sent + (waiting.length - nextWaiting);
+    errors += unsent;
+    sent = due;
+    nextWaiting = waiting.length;
+    answered += unsent;
+    if (answered === due) finish();
+  };
   for (const socket of sockets) {
     const connection = { socket, index: -1, buffer: Buffer.alloc(0) };
     socket.on('data', (chunk) => {
@@ -57,25 +68,33 @@ export async function pacedLoad(baseUrl, { requests, connections, durationSecond
       if (!answer) return;
       connection.buffer = connection.buffer.subarray(answer.length);
       latencies[connection.index] = performance.now() - dueAt(connection.index);
+      connection.index = -1;
       if (answer.status < 200 || answer.status > 299) non2xx++;
       settle();
-      if (waiting.length > 0) startOn(connection, waiting.shift());
-      else idle.push(connection);
+      if (nextWaiting < waiting.length) startOn(connection, waiting[nextWaiting++]);
+      else idle.add(connection);
     });
-    socket.on('error', () => {
-      errors++;
-      if (connection.index >= 0) settle();
-      connection.index = -1;
+    socket.on('error', () => undefined); // counted on 'close'
+    socket.on('close', () => {
+      idle.delete(connection);
+      if (connection.index >= 0) {
+        errors++;
+        settle();
+      }
+      if (--live === 0 && answered < due) failUnsendable();
     });
-    idle.push(connection);
+    idle.add(connection);
   }
 
   start = performance.now();
   const pump = () => {
     const now = performance.now();
     while (sent < due && dueAt(sent) <= now) {
-      if (idle.length > 0) startOn(idle.pop(), sent);
-      else waiting.push(sent);
+      const connection = idle.values().next().value;
+      if (connection) {
+        idle.delete(connection);
+        startOn(connection, sent);
+      } else waiting.push(sent);
       sent++;
     }
     if (sent < due) setTimeout(pump, Math.max(0, dueAt(sent) - performance.now()));
@@ -83,6 +102,7 @@ export async function pacedLoad(baseUrl, { requests, connections, durationSecond
   pump();
   await finished;
   const elapsedMs = performance.now() - start;
+  live = -1; // closing them now fails nothing
   for (const socket of sockets) socket.destroy();
 
   const measured = latencies.filter((latency) => !Number.isNaN(latency)).sort();
