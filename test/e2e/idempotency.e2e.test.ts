@@ -172,10 +172,11 @@ describe.each([
 
   it('counts claims in sluice_idempotency_requests_total by result', async () => {
     const key = newKey();
-    const { token } = (await claim(key, { fingerprint: 'm', leaseMs: 500 }, 'counted').expect(201)).body;
+    // A lease long enough that the next two claims meet it in flight on a loaded machine.
+    const { token } = (await claim(key, { fingerprint: 'm', leaseMs: 1500 }, 'counted').expect(201)).body;
     await claim(key, { fingerprint: 'm' }, 'counted').expect(409);
     await claim(key, { fingerprint: 'x' }, 'counted').expect(422);
-    await coordinator.waitPast(await leaseEnd(key, 500, 'counted'));
+    await coordinator.waitPast(await leaseEnd(key, 1500, 'counted'));
     const recovered = (await claim(key, { fingerprint: 'm' }, 'counted').expect(201)).body;
     expect(recovered.recovered).toBe(true);
     expect(token).not.toBe(recovered.token);

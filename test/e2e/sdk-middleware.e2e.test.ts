@@ -288,10 +288,11 @@ describe.each([
   const abandoned = async () => {
     const k = key();
     const fingerprint = requestFingerprint({ method: 'POST', url: '/recovered', body: { item: 'A' } });
-    expect((await client.claimIdempotencyKey(k, { fingerprint, leaseMs: 500 })).state).toBe('claimed');
+    // Long enough that the request below meets the lease in flight on a loaded machine.
+    expect((await client.claimIdempotencyKey(k, { fingerprint, leaseMs: 1500 })).state).toBe('claimed');
     expect((await post('/recovered', k)).status).toBe(409);
     const held = (await client.readIdempotencyKey(k))!;
-    expect(held.leaseExpiresAt! - held.createdAt).toBe(500);
+    expect(held.leaseExpiresAt! - held.createdAt).toBe(1500);
     await coordinator.waitPast(held.leaseExpiresAt!); // the dead holder's lease runs out
     return k;
   };
