@@ -304,6 +304,9 @@ async function deleteBenchKeys(redis) {
   return deleted;
 }
 
+/** A load result's failed requests: non-2xx answers, socket errors, timeouts. */
+const failures = (result) => result.non2xx + result.errors + result.timeouts;
+
 function printTable(results) {
   const baseline = results.find((result) => result.contender === 'baseline' && !result.failed);
   const number = (value, digits) =>
@@ -318,7 +321,7 @@ function printTable(results) {
       number(result.p50Ms, 3),
       number(result.p99Ms, 3),
       baseline && decisions > 0 ? `${(decisions / baseline.rps).toFixed(2)}x` : '-',
-      String(result.non2xx + result.errors + result.timeouts),
+      String(failures(result)),
       result.roundsRps ? result.roundsRps.join(' / ') : '-',
     ];
   });
@@ -348,14 +351,16 @@ function printTable(results) {
     console.log(
       `\nAt a fixed ${FIXED_RATE} requests/s over ${CONNECTIONS} connections, ${pacing} (median round by p99):\n` +
         atRate
-          .map(({ contender, fixedRate: { [pacing]: r } }) => {
-            const failures = r.non2xx + r.errors + r.timeouts;
-            return `${contender}: ${number(r.rps, 0)} req/s, p50 ${number(r.p50Ms, 3)} ms, p99 ${number(r.p99Ms, 3)} ms, errors ${failures}`;
-          })
+          .map(
+            ({ contender, fixedRate: { [pacing]: r } }) =>
+              `${contender}: ${number(r.rps, 0)} req/s, p50 ${number(r.p50Ms, 3)} ms, p99 ${number(r.p99Ms, 3)} ms, errors ${failures(r)}`,
+          )
           .join('\n'),
     );
   }
-  if (results.some((result) => result.failed || result.non2xx + result.errors + result.timeouts > 0)) {
+  const anyFailed = (result) =>
+    result.failed || failures(result) > 0 || Object.values(result.fixedRate ?? {}).some((r) => failures(r) > 0);
+  if (results.some(anyFailed)) {
     console.log('WARNING: some requests failed, so these numbers do not measure decisions alone');
   }
 }
