@@ -72,9 +72,16 @@ describe('the built service (npm run build)', () => {
     expect(await attempt.json()).toMatchObject({ attempt: 1, maxAttempts: 5, deadLetter: false });
     expect(service.output()).toContain('AUTHENTICATION IS OFF');
     const client = new Redis(SHARED_REDIS_URL, { protocol: 2 });
-    expect(await client.exists(`${keyPrefix}:{shop/pay}:budget`)).toBe(1);
-    await deleteKeysWithPrefix(client, keyPrefix);
-    client.disconnect();
+    try {
+      expect(await client.exists(`${keyPrefix}:{shop/pay}:budget`)).toBe(1);
+      // Stopped first: a running service writes its keys again (its store epoch).
+      service.child.kill('SIGTERM');
+      await service.exited;
+      await deleteKeysWithPrefix(client, keyPrefix);
+      expect(await client.keys(`${keyPrefix}:*`)).toEqual([]);
+    } finally {
+      client.disconnect();
+    }
   });
 
   it('says it runs on the embedded store when no Redis is configured', async () => {
