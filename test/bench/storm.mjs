@@ -17,7 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import {
-  SDK_REPORT_INTERVAL_MS,
+  REPORT_INTERVAL_MS,
   commandLineValue,
   freePort,
   killAllChildrenNow,
@@ -73,6 +73,7 @@ async function caller() {
       logger: false,
       decisionTimeoutMs: DECISION_TIMEOUT_MS,
       coalesceRetryAsks: coalesce,
+      reportIntervalMs: REPORT_INTERVAL_MS,
     });
     const dep = sluice.dependency(dependency, { idempotent: true, maxAttempts: 2, hedge: false, timeoutMs: 5000 });
     /**
@@ -120,7 +121,7 @@ async function caller() {
  * client reports at its own interval, as every pod of a fleet does.
  */
 async function steady(Sluice, { baseUrls, dependency, dependencyUrl, ms, everyMs }) {
-  const sluice = new Sluice({ baseUrls, namespace: NAMESPACE, logger: false });
+  const sluice = new Sluice({ baseUrls, namespace: NAMESPACE, logger: false, reportIntervalMs: REPORT_INTERVAL_MS });
   const dep = sluice.dependency(dependency, { idempotent: true });
   await dep.fetch(`${dependencyUrl}/ok`).then((response) => response.arrayBuffer());
   process.send({ type: 'ready' });
@@ -410,7 +411,7 @@ async function runSteady({ callers, coordinators, dependency }) {
 
 function printSteady(rows) {
   console.log(
-    `\nSteady reporting: each process calls every ${STEADY_EVERY_MS} ms and reports every ${SDK_REPORT_INTERVAL_MS} ms (the SDK's default); ` +
+    `\nSteady reporting: each process calls every ${STEADY_EVERY_MS} ms and reports every ${REPORT_INTERVAL_MS} ms (the SDK's default); ` +
       'per second, over the middle of the phase:',
   );
   const header = [

@@ -1,5 +1,5 @@
 // The figures of one run, the table of all runs, and the checks of what the simulation must show.
-import { SDK_REPORT_INTERVAL_MS, reportMergeIntervalMs } from '../support.mjs';
+import { REPORT_INTERVAL_MS, reportMergeIntervalMs } from '../support.mjs';
 import { BIN_MS, phaseBounds, scenarioMs } from './scenario.mjs';
 
 /**
@@ -7,7 +7,7 @@ import { BIN_MS, phaseBounds, scenarioMs } from './scenario.mjs';
  * second of that moment): up to a report interval and a merge interval after it went out. So its
  * 10 s window can hold the first attempts of up to 10.3 s; a per-process budget counts each at once.
  */
-const fleetDepositLagBins = () => Math.ceil((SDK_REPORT_INTERVAL_MS + reportMergeIntervalMs()) / BIN_MS);
+const fleetDepositLagBins = () => Math.ceil((REPORT_INTERVAL_MS + reportMergeIntervalMs()) / BIN_MS);
 
 /** Amplification Sluice must stay under during the full outage: 1 + ratio + this. */
 export const TOLERANCE = 0.05;

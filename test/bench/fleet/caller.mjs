@@ -27,6 +27,7 @@ import {
   NAIVE_RETRIES,
   scenarioMs,
 } from './scenario.mjs';
+import { REPORT_INTERVAL_MS } from '../support.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../../..');
 const config = JSON.parse(process.argv[2]);
@@ -179,6 +180,7 @@ async function makeStrategy() {
         namespace: config.namespace,
         reporter: `caller-${id}`,
         logger: false,
+        reportIntervalMs: REPORT_INTERVAL_MS,
         ...(config.decisionTimeoutMs ? { decisionTimeoutMs: config.decisionTimeoutMs } : {}),
       });
       const at = () => (origin === undefined ? null : Math.round(performance.now() - origin));
