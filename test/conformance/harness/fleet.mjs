@@ -1,0 +1,83 @@
+// The fleet a scenario runs against: one private Redis, two built coordinators with an admin and a
+// client token, and a recording proxy in front of each. The client is given the proxies' URLs.
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { freePorts, startCoordinator, startRedis } from './processes.mjs';
+import { Traffic, startProxy } from './proxy.mjs';
+
+export class Fleet {
+  traffic = new Traffic();
+  coordinators = [];
+  proxies = [];
+  adminToken = `conf-admin-${randomBytes(8).toString('hex')}`;
+  clientToken = `conf-client-${randomBytes(8).toString('hex')}`;
+
+  constructor(root) {
+    this.main = join(root, 'dist/apps/coordinator/src/main.js');
+  }
+
+  async start() {
+    this.redis = await startRedis();
+    this.coordinatorPorts = await freePorts(2);
+    await this.startCoordinators();
+    const proxyPorts = await freePorts(2);
+    for (const [i, port] of proxyPorts.entries()) {
+      this.proxies.push(await startProxy(i, port, this.coordinators[i].url, this.traffic));
+    }
+    return this;
+  }
+
+  /** The coordinators' URLs as the client sees them: behind the proxies, in order. */
+  get baseUrls() {
+    return this.proxies.map((proxy) => proxy.url);
+  }
+
+  async startCoordinators() {
+    const env = {
+      SLUICE_REDIS_URL: this.redis.url,
+      SLUICE_TOKENS: JSON.stringify([
+        { id: 'conformance-admin', secret: this.adminToken, role: 'admin', namespaces: ['*'] },
+        { id: 'conformance-client', secret: this.clientToken, role: 'client', namespaces: ['*'] },
+      ]),
+      SLUICE_SSE_HEARTBEAT_MS: '1000',
+    };
+    // One after the other: each boot is CPU-bound.
+    this.coordinators = [];
+    for (const port of this.coordinatorPorts) this.coordinators.push(await startCoordinator(this.main, port, env));
+  }
+
+  /** Both coordinators killed by PID, and the proxies stop listening: the client's connections are refused. */
+  async killCoordinators() {
+    await Promise.all(this.coordinators.map((coordinator) => coordinator.kill()));
+    await Promise.all(this.proxies.map((proxy) => proxy.stop()));
+  }
+
+  /** The coordinators started again on their ports, and the proxies listening again. */
+  async restartCoordinators() {
+    await this.startCoordinators();
+    await Promise.all(this.proxies.map((proxy) => proxy.start()));
+  }
+
+  /** Whether both coordinators run (a scenario that killed them and failed half-way may leave them down). */
+  get running() {
+    return this.coordinators.length === 2 && this.coordinators.every((c) => c.child.exitCode === null);
+  }
+
+  /** A request to the first coordinator itself (not through a proxy: it is not the client's traffic). */
+  async request(method, path, body, token = this.adminToken) {
+    const response = await fetch(`${this.coordinators[0].url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
+    return text ? JSON.parse(text) : undefined;
+  }
+
+  async stop() {
+    await Promise.all(this.proxies.map((proxy) => proxy.stop()));
+    await Promise.all(this.coordinators.map((coordinator) => coordinator.kill()));
+    await this.redis?.stop();
+  }
+}
