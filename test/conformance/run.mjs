@@ -12,7 +12,7 @@ import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ScriptedDependency } from './harness/dependency.mjs';
 import { Fleet } from './harness/fleet.mjs';
-import { runScenario } from './harness/scenario.mjs';
+import { killsCoordinators, runScenario } from './harness/scenario.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '../..');
@@ -97,6 +97,8 @@ async function main() {
   try {
     if (runnable.length > 0) {
       fleet = await new Fleet(ROOT).start();
+      fleet.sparesWanted = scenarios.filter(killsCoordinators).length * runnable.length;
+      fleet.warmSpares();
       dependency = await new ScriptedDependency().start();
     }
     for (const scenario of scenarios) {

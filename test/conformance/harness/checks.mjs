@@ -21,14 +21,14 @@ export function matches(value, expected) {
 
 const show = (value) => (value === undefined ? 'nothing' : JSON.stringify(value));
 
-/** The retry asks of the namespace's traffic: one per ask, with the request it came in. */
+/** The retry asks of the namespace's traffic: one per ask, with the proxy it came through (`via`) and its request. */
 export function asksOf(run) {
   const asks = [];
   for (const entry of decisionRequests(run)) {
     if (entry.path.endsWith('/retries')) {
-      for (const ask of entry.body?.asks ?? []) asks.push({ ...ask, entry });
+      for (const ask of entry.body?.asks ?? []) asks.push({ ...ask, via: entry.proxy, entry });
     } else {
-      asks.push({ ...(entry.body ?? {}), dep: entry.path.split('/')[4], entry });
+      asks.push({ ...(entry.body ?? {}), dep: entry.path.split('/')[4], via: entry.proxy, entry });
     }
   }
   return asks;

@@ -18,8 +18,7 @@ export class Fleet {
 
   async start() {
     this.redis = await startRedis();
-    this.coordinatorPorts = await freePorts(2);
-    await this.startCoordinators();
+    this.coordinators = await this.startPair();
     const proxyPorts = await freePorts(2);
     for (const [i, port] of proxyPorts.entries()) {
       this.proxies.push(await startProxy(i, port, this.coordinators[i].url, this.traffic));
@@ -32,7 +31,8 @@ export class Fleet {
     return this.proxies.map((proxy) => proxy.url);
   }
 
-  async startCoordinators() {
+  /** Two coordinators on spare ports, one after the other (each boot is CPU-bound). */
+  async startPair() {
     const env = {
       SLUICE_REDIS_URL: this.redis.url,
       SLUICE_TOKENS: JSON.stringify([
@@ -41,9 +41,28 @@ export class Fleet {
       ]),
       SLUICE_SSE_HEARTBEAT_MS: '1000',
     };
-    // One after the other: each boot is CPU-bound.
-    this.coordinators = [];
-    for (const port of this.coordinatorPorts) this.coordinators.push(await startCoordinator(this.main, port, env));
+    const pair = [];
+    try {
+      for (const port of await freePorts(2)) pair.push(await startCoordinator(this.main, port, env));
+    } catch (error) {
+      await Promise.all(pair.map((coordinator) => coordinator.kill()));
+      throw error;
+    }
+    return pair;
+  }
+
+  /**
+   * How many more times the coordinators will be killed and brought back: while some are to come, a
+   * spare pair boots in the background (a boot takes seconds, and an outage must not last longer
+   * than the scenario says).
+   */
+  sparesWanted = 0;
+
+  /** Starts booting the next spare pair, when one is wanted and none is under way. */
+  warmSpares() {
+    if (this.spares || this.sparesWanted <= 0) return;
+    this.spares = this.startPair();
+    this.spares.catch(() => undefined);
   }
 
   /** Both coordinators killed by PID, and the proxies stop listening: the client's connections are refused. */
@@ -52,10 +71,14 @@ export class Fleet {
     await Promise.all(this.proxies.map((proxy) => proxy.stop()));
   }
 
-  /** The coordinators started again on their ports, and the proxies listening again. */
+  /** The coordinators back (the spares, booted beforehand, or a new pair), the proxies listening again in front of them. */
   async restartCoordinators() {
-    await this.startCoordinators();
-    await Promise.all(this.proxies.map((proxy) => proxy.start()));
+    const pair = await (this.spares ?? this.startPair());
+    this.spares = undefined;
+    this.sparesWanted -= 1;
+    this.coordinators = pair;
+    await Promise.all(this.proxies.map((proxy, i) => proxy.start(pair[i].url)));
+    this.warmSpares();
   }
 
   /** Whether both coordinators run (a scenario that killed them and failed half-way may leave them down). */
@@ -77,7 +100,8 @@ export class Fleet {
 
   async stop() {
     await Promise.all(this.proxies.map((proxy) => proxy.stop()));
-    await Promise.all(this.coordinators.map((coordinator) => coordinator.kill()));
+    const spares = (await this.spares?.catch(() => undefined)) ?? [];
+    await Promise.all([...this.coordinators, ...spares].map((coordinator) => coordinator.kill()));
     await this.redis?.stop();
   }
 }

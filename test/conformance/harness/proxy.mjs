@@ -18,9 +18,12 @@ export class Traffic {
   }
 }
 
-/** A proxy on `port` in front of `target`; `stop()` stops listening (connections refused), `start()` listens again. */
+/**
+ * A proxy on `port` in front of `target`; `stop()` stops listening (connections refused),
+ * `start(target)` listens again, in front of `target` when given.
+ */
 export async function startProxy(index, port, target, traffic) {
-  const upstream = new URL(target);
+  let upstream = new URL(target);
   const server = createServer((req, res) => {
     const chunks = [];
     req.on('data', (chunk) => chunks.push(chunk));
@@ -78,7 +81,8 @@ export async function startProxy(index, port, target, traffic) {
       server.closeAllConnections();
       await closed;
     },
-    async start() {
+    async start(target) {
+      if (target) upstream = new URL(target);
       if (listening) return;
       await listen();
       listening = true;

@@ -21,6 +21,10 @@ export async function runScenario({ root, fleet, dependency, driver, scenario })
   dependency.reset(scenario.dependency ?? {});
   fleet.traffic.reset(faultsOf(scenario.coordinatorFaults ?? [], namespace));
   const act = (action) => perform(fleet, namespace, action);
+  if (killsCoordinators(scenario)) {
+    fleet.warmSpares();
+    await fleet.spares;
+  }
   for (const action of scenario.before ?? []) await act(action);
 
   const spec = {
@@ -49,6 +53,11 @@ export async function runScenario({ root, fleet, dependency, driver, scenario })
   const broken = outcome.problem ?? missingEvents(outcome.events);
   const message = broken ?? firstFailure(scenario.expect ?? [], run);
   return { pass: message === null, message, run };
+}
+
+/** True when the scenario kills the coordinators (and so needs a spare pair to bring back). */
+export function killsCoordinators(scenario) {
+  return (scenario.actions ?? []).some((action) => action.do === 'kill_coordinators');
 }
 
 /** The proxies' faults: the nth request carrying retry asks (1-based, across both proxies) gets the given answer. */
