@@ -3,6 +3,7 @@
 // coordinators on a private Redis, one table of results. See README.md.
 //
 //   node test/conformance/run.mjs [--clients a,b] [--scenarios x,y] [--json results.json] [--verbose]
+//                                 [--clients-file other-clients.json]
 //
 // CONFORMANCE_CLIENTS=a,b selects clients too; CONFORMANCE_ALLOW_MISSING=1 reports a client whose
 // toolchain is missing as skipped instead of failed. Exits 1 when any cell fails.
@@ -12,7 +13,7 @@ import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ScriptedDependency } from './harness/dependency.mjs';
 import { Fleet } from './harness/fleet.mjs';
-import { killsCoordinators, runScenario } from './harness/scenario.mjs';
+import { runScenario } from './harness/scenario.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '../..');
@@ -49,8 +50,8 @@ function loadScenarios(only) {
 }
 
 /** The selected clients, each ready to run or with the reason it cannot ({skip} or {broken}). */
-function prepareClients(only) {
-  const clients = JSON.parse(readFileSync(join(HERE, 'clients.json'), 'utf8'));
+function prepareClients(only, file = join(HERE, 'clients.json')) {
+  const clients = JSON.parse(readFileSync(file, 'utf8'));
   const unknown = (only ?? []).filter((name) => !clients.some((c) => c.name === name));
   if (unknown.length) throw new Error(`unknown clients: ${unknown.join(', ')} (clients.json has ${clients.map((c) => c.name).join(', ')})`);
   return clients
@@ -87,7 +88,8 @@ function printTable(scenarios, clients, results) {
 
 async function main() {
   const scenarios = loadScenarios(list(option('scenarios')));
-  const clients = prepareClients(list(option('clients')) ?? list(process.env.CONFORMANCE_CLIENTS));
+  const clientsFile = option('clients-file');
+  const clients = prepareClients(list(option('clients')) ?? list(process.env.CONFORMANCE_CLIENTS), clientsFile && resolve(clientsFile));
   const verbose = process.argv.includes('--verbose');
   const results = new Map();
   const runnable = clients.filter((c) => !c.skip && !c.broken);
@@ -97,8 +99,6 @@ async function main() {
   try {
     if (runnable.length > 0) {
       fleet = await new Fleet(ROOT).start();
-      fleet.sparesWanted = scenarios.filter(killsCoordinators).length * runnable.length;
-      fleet.warmSpares();
       dependency = await new ScriptedDependency().start();
     }
     for (const scenario of scenarios) {
@@ -122,7 +122,7 @@ async function main() {
         const ms = Date.now() - t0;
         results.set(key, { status: outcome.pass ? 'pass' : 'fail', text: outcome.pass ? 'pass' : `FAIL: ${outcome.message}`, message: outcome.message, ms });
         process.stderr.write(`conformance: ${key} ${outcome.pass ? 'pass' : `FAIL: ${outcome.message}`} (${ms} ms)\n`);
-        if (!outcome.pass && verbose && outcome.run) process.stderr.write(`--- driver stderr ---\n${outcome.run.stderr}\n--- events ---\n${JSON.stringify(outcome.run.events)}\n`);
+        if (!outcome.pass && verbose && outcome.run) process.stderr.write(`--- driver stderr ---\n${outcome.run.stderr}\n--- events ---\n${JSON.stringify(outcome.run.events)}\n--- coordinator traffic ---\n${outcome.run.traffic.map((e) => `${e.at} via ${e.proxy} ${e.method} ${e.path} ${e.fault ?? ''} ${JSON.stringify(e.body ?? '')}`.slice(0, 400)).join('\n')}\n`);
       }
     }
   } finally {

@@ -52,17 +52,12 @@ export class Fleet {
   }
 
   /**
-   * How many more times the coordinators will be killed and brought back: while some are to come, a
-   * spare pair boots in the background (a boot takes seconds, and an outage must not last longer
-   * than the scenario says).
+   * Boots the pair that will replace the coordinators after a kill, before the scenario starts (a
+   * boot takes seconds, and an outage must not last longer than the scenario says). Not in the
+   * background of other scenarios: a boot's CPU would disturb their timing.
    */
-  sparesWanted = 0;
-
-  /** Starts booting the next spare pair, when one is wanted and none is under way. */
-  warmSpares() {
-    if (this.spares || this.sparesWanted <= 0) return;
-    this.spares = this.startPair();
-    this.spares.catch(() => undefined);
+  async prepareSpares() {
+    this.spares ??= await this.startPair();
   }
 
   /** Both coordinators killed by PID, and the proxies stop listening: the client's connections are refused. */
@@ -73,12 +68,10 @@ export class Fleet {
 
   /** The coordinators back (the spares, booted beforehand, or a new pair), the proxies listening again in front of them. */
   async restartCoordinators() {
-    const pair = await (this.spares ?? this.startPair());
+    const pair = this.spares ?? (await this.startPair());
     this.spares = undefined;
-    this.sparesWanted -= 1;
     this.coordinators = pair;
     await Promise.all(this.proxies.map((proxy, i) => proxy.start(pair[i].url)));
-    this.warmSpares();
   }
 
   /** Whether both coordinators run (a scenario that killed them and failed half-way may leave them down). */
@@ -100,8 +93,7 @@ export class Fleet {
 
   async stop() {
     await Promise.all(this.proxies.map((proxy) => proxy.stop()));
-    const spares = (await this.spares?.catch(() => undefined)) ?? [];
-    await Promise.all([...this.coordinators, ...spares].map((coordinator) => coordinator.kill()));
+    await Promise.all([...this.coordinators, ...(this.spares ?? [])].map((coordinator) => coordinator.kill()));
     await this.redis?.stop();
   }
 }

@@ -21,10 +21,7 @@ export async function runScenario({ root, fleet, dependency, driver, scenario })
   dependency.reset(scenario.dependency ?? {});
   fleet.traffic.reset(faultsOf(scenario.coordinatorFaults ?? [], namespace));
   const act = (action) => perform(fleet, namespace, action);
-  if (killsCoordinators(scenario)) {
-    fleet.warmSpares();
-    await fleet.spares;
-  }
+  if (killsCoordinators(scenario)) await fleet.prepareSpares();
   for (const action of scenario.before ?? []) await act(action);
 
   const spec = {
@@ -56,7 +53,7 @@ export async function runScenario({ root, fleet, dependency, driver, scenario })
 }
 
 /** True when the scenario kills the coordinators (and so needs a spare pair to bring back). */
-export function killsCoordinators(scenario) {
+function killsCoordinators(scenario) {
   return (scenario.actions ?? []).some((action) => action.do === 'kill_coordinators');
 }
 
