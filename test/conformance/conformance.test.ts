@@ -25,7 +25,15 @@ function runSuite(dir: string): Promise<{ code: number | null; cells: Record<str
   const clientsFile = join(dir, 'clients.json');
   const resultsFile = join(dir, 'results.json');
   writeFileSync(clientsFile, JSON.stringify(CLIENTS));
-  const args = ['test/conformance/run.mjs', '--clients-file', clientsFile, '--scenarios', SCENARIOS.join(','), '--json', resultsFile];
+  const args = [
+    'test/conformance/run.mjs',
+    '--clients-file',
+    clientsFile,
+    '--scenarios',
+    SCENARIOS.join(','),
+    '--json',
+    resultsFile,
+  ];
   return new Promise((resolve) => {
     execFile(process.execPath, args, { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
@@ -51,31 +59,54 @@ describe('the conformance suite', () => {
 
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  const cell = (scenario: string, client: string) => ({ cell: `${scenario}/${client}`, ...suite.cells[`${scenario}/${client}`] });
+  const cell = (scenario: string, client: string) => ({
+    cell: `${scenario}/${client}`,
+    ...suite.cells[`${scenario}/${client}`],
+  });
 
   it('passes the TypeScript SDK on every scenario it ran', () => {
     for (const scenario of SCENARIOS) {
-      expect(cell(scenario, 'typescript')).toEqual({ cell: `${scenario}/typescript`, status: 'pass', text: 'pass', message: null, ms: expect.any(Number) });
+      expect(cell(scenario, 'typescript')).toEqual({
+        cell: `${scenario}/typescript`,
+        status: 'pass',
+        text: 'pass',
+        message: null,
+        ms: expect.any(Number),
+      });
     }
   });
 
   it('fails a client that sends its retry asks without requestId', () => {
     for (const scenario of ['retry-granted', 'reask-same-id', 'coalescing']) {
-      expect(cell(scenario, 'drops-request-id')).toMatchObject({ status: 'fail', message: expect.stringContaining('without a valid requestId') });
+      expect(cell(scenario, 'drops-request-id')).toMatchObject({
+        status: 'fail',
+        message: expect.stringContaining('without a valid requestId'),
+      });
     }
   });
 
   it('fails a client that never reads the breaker feed', () => {
-    expect(cell('sse-breaker-feed', 'never-reads-feed')).toMatchObject({ status: 'fail', message: expect.stringContaining("the client's breaker closed") });
+    expect(cell('sse-breaker-feed', 'never-reads-feed')).toMatchObject({
+      status: 'fail',
+      message: expect.stringContaining("the client's breaker closed"),
+    });
   });
 
   it('fails a client that neither coalesces its asks nor holds a denial', () => {
-    expect(cell('coalescing', 'never-coalesces')).toMatchObject({ status: 'fail', message: expect.stringContaining('10 decisions requests') });
-    expect(cell('denial-cache', 'never-coalesces')).toMatchObject({ status: 'fail', message: expect.stringContaining('4 retry asks, expected 2') });
+    expect(cell('coalescing', 'never-coalesces')).toMatchObject({
+      status: 'fail',
+      message: expect.stringContaining('10 decisions requests'),
+    });
+    expect(cell('denial-cache', 'never-coalesces')).toMatchObject({
+      status: 'fail',
+      message: expect.stringContaining('4 retry asks, expected 2'),
+    });
   });
 
   it('exits non-zero when any cell fails, and prints the table', () => {
     expect(suite.code).toBe(1);
-    expect(suite.output).toMatch(/\| scenario +\| typescript +\| drops-request-id +\| never-reads-feed +\| never-coalesces +\|/);
+    expect(suite.output).toMatch(
+      /\| scenario +\| typescript +\| drops-request-id +\| never-reads-feed +\| never-coalesces +\|/,
+    );
   });
 });

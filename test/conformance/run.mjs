@@ -22,11 +22,19 @@ function option(name) {
   const index = process.argv.indexOf(`--${name}`);
   return index < 0 ? undefined : process.argv[index + 1];
 }
-const list = (text) => (text ? text.split(',').map((s) => s.trim()).filter(Boolean) : undefined);
+const list = (text) =>
+  text
+    ? text
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : undefined;
 
 /** True when `command` is a path that exists or an executable on PATH. */
 function found(command) {
-  const candidates = command.includes('/') ? [resolve(ROOT, command)] : (process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, command));
+  const candidates = command.includes('/')
+    ? [resolve(ROOT, command)]
+    : (process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, command));
   return candidates.some((path) => {
     try {
       accessSync(path, constants.X_OK);
@@ -53,7 +61,10 @@ function loadScenarios(only) {
 function prepareClients(only, file = join(HERE, 'clients.json')) {
   const clients = JSON.parse(readFileSync(file, 'utf8'));
   const unknown = (only ?? []).filter((name) => !clients.some((c) => c.name === name));
-  if (unknown.length) throw new Error(`unknown clients: ${unknown.join(', ')} (clients.json has ${clients.map((c) => c.name).join(', ')})`);
+  if (unknown.length)
+    throw new Error(
+      `unknown clients: ${unknown.join(', ')} (clients.json has ${clients.map((c) => c.name).join(', ')})`,
+    );
   return clients
     .filter((client) => !only || only.includes(client.name))
     .map((client) => {
@@ -89,7 +100,10 @@ function printTable(scenarios, clients, results) {
 async function main() {
   const scenarios = loadScenarios(list(option('scenarios')));
   const clientsFile = option('clients-file');
-  const clients = prepareClients(list(option('clients')) ?? list(process.env.CONFORMANCE_CLIENTS), clientsFile && resolve(clientsFile));
+  const clients = prepareClients(
+    list(option('clients')) ?? list(process.env.CONFORMANCE_CLIENTS),
+    clientsFile && resolve(clientsFile),
+  );
   const verbose = process.argv.includes('--verbose');
   const results = new Map();
   const runnable = clients.filter((c) => !c.skip && !c.broken);
@@ -120,9 +134,17 @@ async function main() {
           outcome = { pass: false, message: `the harness failed: ${error.message}` };
         }
         const ms = Date.now() - t0;
-        results.set(key, { status: outcome.pass ? 'pass' : 'fail', text: outcome.pass ? 'pass' : `FAIL: ${outcome.message}`, message: outcome.message, ms });
+        results.set(key, {
+          status: outcome.pass ? 'pass' : 'fail',
+          text: outcome.pass ? 'pass' : `FAIL: ${outcome.message}`,
+          message: outcome.message,
+          ms,
+        });
         process.stderr.write(`conformance: ${key} ${outcome.pass ? 'pass' : `FAIL: ${outcome.message}`} (${ms} ms)\n`);
-        if (!outcome.pass && verbose && outcome.run) process.stderr.write(`--- driver stderr ---\n${outcome.run.stderr}\n--- events ---\n${JSON.stringify(outcome.run.events)}\n--- coordinator traffic ---\n${outcome.run.traffic.map((e) => `${e.at} via ${e.proxy} ${e.method} ${e.path} ${e.fault ?? ''} ${JSON.stringify(e.body ?? '')}`.slice(0, 400)).join('\n')}\n`);
+        if (!outcome.pass && verbose && outcome.run)
+          process.stderr.write(
+            `--- driver stderr ---\n${outcome.run.stderr}\n--- events ---\n${JSON.stringify(outcome.run.events)}\n--- coordinator traffic ---\n${outcome.run.traffic.map((e) => `${e.at} via ${e.proxy} ${e.method} ${e.path} ${e.fault ?? ''} ${JSON.stringify(e.body ?? '')}`.slice(0, 400)).join('\n')}\n`,
+          );
       }
     }
   } finally {

@@ -91,11 +91,29 @@ async function main() {
         emit({ event: 'call', id: step.id, ok: true, status: response.status, attempts });
       } else {
         // A status the SDK does not retry is the caller's answer.
-        emit({ event: 'call', id: step.id, ok: false, reason: 'not_retriable', status: response.status, attempts, operatorReason: null, message: `the dependency answered ${response.status}` });
+        emit({
+          event: 'call',
+          id: step.id,
+          ok: false,
+          reason: 'not_retriable',
+          status: response.status,
+          attempts,
+          operatorReason: null,
+          message: `the dependency answered ${response.status}`,
+        });
       }
     } catch (error) {
       const reason = isGiveUpError(error) ? error.reason : 'not_retriable';
-      emit({ event: 'call', id: step.id, ok: false, reason, status, attempts, operatorReason: error.operatorReason ?? null, message: String(error.message ?? error) });
+      emit({
+        event: 'call',
+        id: step.id,
+        ok: false,
+        reason,
+        status,
+        attempts,
+        operatorReason: error.operatorReason ?? null,
+        message: String(error.message ?? error),
+      });
     }
   };
 
@@ -156,10 +174,13 @@ async function startIdDroppingShim(target) {
       }
       const headers = { ...req.headers, 'content-length': String(body.length) };
       if (chunks.length === 0) delete headers['content-length'];
-      const onward = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      });
+      const onward = request(
+        { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
       onward.on('error', () => res.destroy());
       res.on('close', () => onward.destroy());
       onward.end(body);

@@ -61,7 +61,9 @@ const KINDS = {
 /** The time of the driver event a check's `after` names: `{call: "c1"}`, `{event: "mode", mode: "fleet"}`. */
 function eventTime(run, after) {
   const event = run.events.find((e) =>
-    after.call !== undefined ? e.event === 'call' && e.id === after.call : Object.entries(after).every(([k, v]) => e[k] === v),
+    after.call !== undefined
+      ? e.event === 'call' && e.id === after.call
+      : Object.entries(after).every(([k, v]) => e[k] === v),
   );
   return event?.receivedAt;
 }
@@ -106,24 +108,32 @@ const CHECKS = {
     if (check.deadlineShrinks) {
       const values = all.map((r) => r.headers['sluice-deadline-ms']);
       if (values.length < 2) return `${where}: ${values.length} requests, expected at least 2 to compare deadlines`;
-      if (values.some((v) => !/^\d+$/.test(v ?? ''))) return `${where}: sluice-deadline-ms ${show(values)}, expected integers`;
+      if (values.some((v) => !/^\d+$/.test(v ?? '')))
+        return `${where}: sluice-deadline-ms ${show(values)}, expected integers`;
       const numbers = values.map(Number);
-      if (check.max !== undefined && numbers[0] > check.max) return `${where}: sluice-deadline-ms ${numbers[0]} > ${check.max}`;
+      if (check.max !== undefined && numbers[0] > check.max)
+        return `${where}: sluice-deadline-ms ${numbers[0]} > ${check.max}`;
       for (let i = 1; i < numbers.length; i++) {
-        if (numbers[i] >= numbers[i - 1]) return `${where}: sluice-deadline-ms ${show(numbers)}, expected each below the one before`;
+        if (numbers[i] >= numbers[i - 1])
+          return `${where}: sluice-deadline-ms ${show(numbers)}, expected each below the one before`;
       }
     }
     if (check.gapMs) {
       const { from = 0, to = 1, min, max } = check.gapMs;
       if (!all[from] || !all[to]) return `${where}: ${all.length} requests, expected #${from + 1} and #${to + 1}`;
       const gap = all[to].at - all[from].at;
-      if (!matches(gap, { min, max })) return `${where}: ${gap} ms between requests #${from + 1} and #${to + 1}, expected ${show({ min, max })}`;
+      if (!matches(gap, { min, max }))
+        return `${where}: ${gap} ms between requests #${from + 1} and #${to + 1}, expected ${show({ min, max })}`;
     }
     return null;
   },
 
   asks(check, run) {
-    const found = since(run, check, asksOf(run).map((ask) => ({ ...ask, at: ask.entry.at })));
+    const found = since(
+      run,
+      check,
+      asksOf(run).map((ask) => ({ ...ask, at: ask.entry.at })),
+    );
     if (found.error) return found.error;
     const asks = found.entries.filter((ask) => check.dep === undefined || ask.dep === check.dep);
     const after = check.after ? ` after ${JSON.stringify(check.after)}` : '';
@@ -144,7 +154,8 @@ const CHECKS = {
     const ask = asksOf(run)[check.ask - 1];
     if (!ask) return `no retry ask #${check.ask}`;
     for (const [field, expected] of Object.entries(check.fields ?? {})) {
-      if (!matches(ask[field], expected)) return `retry ask #${check.ask}: ${field} ${show(ask[field])}, expected ${show(expected)}`;
+      if (!matches(ask[field], expected))
+        return `retry ask #${check.ask}: ${field} ${show(ask[field])}, expected ${show(expected)}`;
     }
     return null;
   },
@@ -159,7 +170,8 @@ const CHECKS = {
       const reSent = new Set(faulted.flatMap((entry) => idsOf(entry)));
       const seen = new Set();
       for (const ask of asks) {
-        if (seen.has(ask.requestId) && !reSent.has(ask.requestId)) return `requestId ${ask.requestId} sent for two asks`;
+        if (seen.has(ask.requestId) && !reSent.has(ask.requestId))
+          return `requestId ${ask.requestId} sent for two asks`;
         seen.add(ask.requestId);
       }
       return null;
@@ -179,7 +191,8 @@ const CHECKS = {
 
   budget(check, run) {
     for (const [field, expected] of Object.entries(check.budget)) {
-      if (!matches(run.budget?.[field], expected)) return `budget ${field} ${show(run.budget?.[field])}, expected ${show(expected)}`;
+      if (!matches(run.budget?.[field], expected))
+        return `budget ${field} ${show(run.budget?.[field])}, expected ${show(expected)}`;
     }
     return null;
   },

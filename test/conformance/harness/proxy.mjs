@@ -63,13 +63,14 @@ export async function startProxy(index, port, target, traffic) {
     res.on('close', () => onward.destroy());
     onward.end(raw);
   };
-  const listen = () => new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
+  const listen = () =>
+    new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
   await listen();
   let listening = true;
   return {

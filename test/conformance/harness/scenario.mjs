@@ -17,7 +17,8 @@ const CLIENT_DEFAULTS = { reportIntervalMs: 200, requestTimeoutMs: 1000, decisio
 export async function runScenario({ root, fleet, dependency, driver, scenario }) {
   const namespace = `conf-${randomBytes(4).toString('hex')}`;
   const name = scenario.name;
-  if (scenario.policy) await fleet.request('PUT', `/admin/v1/${namespace}/policies/deps/${DEPENDENCY}`, scenario.policy);
+  if (scenario.policy)
+    await fleet.request('PUT', `/admin/v1/${namespace}/policies/deps/${DEPENDENCY}`, scenario.policy);
   dependency.reset(scenario.dependency ?? {});
   fleet.traffic.reset(faultsOf(scenario.coordinatorFaults ?? [], namespace));
   const act = (action) => perform(fleet, namespace, action);
@@ -35,7 +36,14 @@ export async function runScenario({ root, fleet, dependency, driver, scenario })
     client: { ...CLIENT_DEFAULTS, ...scenario.client },
     steps: scenario.steps,
   };
-  const outcome = await runDriver(root, driver, spec, scenario.timeoutMs ?? DEFAULT_TIMEOUT_MS, scenario.actions ?? [], act);
+  const outcome = await runDriver(
+    root,
+    driver,
+    spec,
+    scenario.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    scenario.actions ?? [],
+    act,
+  );
   if (!fleet.running) await fleet.restartCoordinators();
 
   const run = {
@@ -77,7 +85,15 @@ async function perform(fleet, namespace, action) {
         `/v1/${namespace}/reports`,
         {
           reporter: action.reporter ?? 'conformance-other',
-          deps: [{ dep, requests: action.requests ?? 1, successes: action.successes ?? 1, failures: action.failures ?? 0, slow: 0 }],
+          deps: [
+            {
+              dep,
+              requests: action.requests ?? 1,
+              successes: action.successes ?? 1,
+              failures: action.failures ?? 0,
+              slow: 0,
+            },
+          ],
         },
         fleet.clientToken,
       );
@@ -87,7 +103,9 @@ async function perform(fleet, namespace, action) {
         ...(action.durationSeconds ? { durationSeconds: action.durationSeconds } : {}),
       });
     case 'reset':
-      return fleet.request('POST', `/admin/v1/${namespace}/breakers/${dep}/reset`, { reason: action.reason ?? 'conformance' });
+      return fleet.request('POST', `/admin/v1/${namespace}/breakers/${dep}/reset`, {
+        reason: action.reason ?? 'conformance',
+      });
     case 'kill_coordinators':
       return fleet.killCoordinators();
     case 'restart_coordinators':
@@ -147,7 +165,8 @@ function runDriver(root, driver, spec, timeoutMs, actions, act) {
       } catch {
         return fail(`the driver printed a line that is not JSON: ${line.slice(0, 120)}`);
       }
-      if (event === null || typeof event !== 'object' || Array.isArray(event)) return fail(`not a JSON object: ${line.slice(0, 120)}`);
+      if (event === null || typeof event !== 'object' || Array.isArray(event))
+        return fail(`not a JSON object: ${line.slice(0, 120)}`);
       event.receivedAt = Date.now();
       events.push(event);
       for (const action of actions) {
