@@ -29,7 +29,7 @@ export async function runScenario({ root, fleet, dependency, driver, scenario })
     scenario: name,
     baseUrls: fleet.baseUrls,
     namespace,
-    token: fleet.clientToken,
+    token: scenario.token === 'refused' ? 'conf-refused-token' : fleet.clientToken,
     reporter: `conf-${driver.name}-${name}`.replace(/[^A-Za-z0-9._:-]/g, '-').slice(0, 128),
     dependency: DEPENDENCY,
     targetUrl: dependency.url,
