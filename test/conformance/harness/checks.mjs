@@ -157,6 +157,12 @@ const CHECKS = {
       if (!matches(ask[field], expected))
         return `retry ask #${check.ask}: ${field} ${show(ask[field])}, expected ${show(expected)}`;
     }
+    if (check.viaOtherThan !== undefined) {
+      const other = asksOf(run)[check.viaOtherThan - 1];
+      if (!other || other.via === ask.via) {
+        return `retry ask #${check.ask} went to the same coordinator as ask #${check.viaOtherThan} (${show(ask.via)})`;
+      }
+    }
     return null;
   },
 
