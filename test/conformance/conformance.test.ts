@@ -35,16 +35,21 @@ function runSuite(dir: string): Promise<{ code: number | null; cells: Record<str
     resultsFile,
   ];
   return new Promise((resolve) => {
-    execFile(process.execPath, args, { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
-      let cells: Record<string, Cell> = {};
-      try {
-        cells = JSON.parse(readFileSync(resultsFile, 'utf8')) as Record<string, Cell>;
-      } catch {
-        // no results: the assertions below show the output
-      }
-      resolve({ code, cells, output: `${stdout}\n${stderr.slice(-4000)}` });
-    });
+    execFile(
+      process.execPath,
+      args,
+      { cwd: ROOT, maxBuffer: 16 * 1024 * 1024, timeout: 280_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
+        let cells: Record<string, Cell> = {};
+        try {
+          cells = JSON.parse(readFileSync(resultsFile, 'utf8')) as Record<string, Cell>;
+        } catch {
+          // no results: the assertions below show the output
+        }
+        resolve({ code, cells, output: `${stdout}\n${stderr.slice(-4000)}` });
+      },
+    );
   });
 }
 

@@ -15,6 +15,8 @@ const live = new Set();
 process.on('exit', () => {
   for (const child of live) child.kill('SIGKILL');
 });
+// Interrupted or stopped: exit, so that the handler above runs.
+for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => process.exit(130));
 
 /** `n` distinct ports of 127.0.0.1 that were free a moment ago. */
 export async function freePorts(n) {
