@@ -1,0 +1,380 @@
+package sluice
+
+import (
+	"context"
+	"time"
+)
+
+// A CallOption changes one call: Idempotent, IdempotencyKey, MaxAttempts, Deadline.
+type CallOption interface{ callOption() }
+
+type idempotentOption struct{ idempotent bool }
+type keyOption struct{ key string }
+type maxAttemptsOption struct{ n int }
+type deadlineOption struct{ d time.Duration }
+
+func (idempotentOption) callOption()  {}
+func (keyOption) callOption()         {}
+func (maxAttemptsOption) callOption() {}
+func (deadlineOption) callOption()    {}
+
+// Idempotent says the call may safely run more than once: any failure of the dependency's may be
+// retried. Without it (and without an IdempotencyKey) a failed call is not retried.
+func Idempotent() CallOption { return idempotentOption{true} }
+
+// NotIdempotent says the call must not run twice, whatever its method says (for a request made
+// through the Transport): a failure is then retried only when the call carries an IdempotencyKey.
+func NotIdempotent() CallOption { return idempotentOption{false} }
+
+// IdempotencyKey says the call carries an idempotency key: it is sent as Idempotency-Key (by the
+// Transport, or by OutgoingHeaders), the same on every attempt, and a failure that says the
+// request was not processed (no answer, 408, 429, 503) may be retried.
+func IdempotencyKey(key string) CallOption { return keyOption{key} }
+
+// MaxAttempts bounds the call's attempts, the first included (default 3). The coordinator's
+// policy may allow fewer.
+func MaxAttempts(n int) CallOption { return maxAttemptsOption{n} }
+
+// Deadline bounds the whole call, retries and backoff included, when ctx has no earlier deadline
+// (default: the dependency's, 10 s).
+func Deadline(d time.Duration) CallOption { return deadlineOption{d} }
+
+type callOptions struct {
+	idempotent  bool
+	key         string
+	maxAttempts int
+	deadline    time.Duration
+}
+
+func (o *callOptions) apply(opts []CallOption) {
+	for _, opt := range opts {
+		switch v := opt.(type) {
+		case idempotentOption:
+			o.idempotent = v.idempotent
+		case keyOption:
+			o.key = v.key
+		case maxAttemptsOption:
+			if v.n >= 1 && v.n <= 100 {
+				o.maxAttempts = v.n
+			}
+		case deadlineOption:
+			if v.d > 0 {
+				o.deadline = v.d
+			}
+		}
+	}
+}
+
+// attemptKey is the context key of an attempt's facts.
+type attemptKey struct{}
+
+// attemptInfo is what an attempt's context carries for OutgoingHeaders.
+type attemptInfo struct {
+	number   int
+	deadline time.Time
+	key      string
+}
+
+// Attempt is the number of the attempt ctx belongs to (1 for the first), or 1 outside a call.
+func Attempt(ctx context.Context) int {
+	if info, ok := ctx.Value(attemptKey{}).(*attemptInfo); ok {
+		return info.number
+	}
+	return 1
+}
+
+// Dependency is a dependency's policy, from Client.Dependency: it runs calls with fleet-approved
+// retries, the fleet's breaker, and a deadline over the whole call.
+type Dependency struct {
+	name   string
+	client *Client
+	fleet  *fleetDep
+	cfg    DependencyConfig
+}
+
+// Name is the dependency's name, as the coordinator knows it.
+func (d *Dependency) Name() string { return d.name }
+
+// BreakerState is the breaker state that governs calls now: the fleet's, or the local one while
+// the local fallback decides.
+func (d *Dependency) BreakerState() string {
+	return d.client.governingState(d.fleet, time.Now()).String()
+}
+
+// Do runs fn under the dependency's policy. Through a closed breaker the first attempt goes out
+// at once, with ctx as it is (no request to the coordinator, no allocation); a failure that is
+// the dependency's (see IsDependencyFailure) and may be retried (see Idempotent and
+// IdempotencyKey) asks the coordinator for a retry and waits the granted backoff, never less
+// than the dependency's Retry-After. Every retry runs with ctx bounded by the call's deadline.
+//
+// Do returns nil, or fn's own error when it is not the dependency's failure (a 404), or a
+// *GiveUpError (the reason, the attempts, and the last error) when a failure is not retried
+// (again), or ctx's error when ctx ends first.
+func (d *Dependency) Do(ctx context.Context, fn func(ctx context.Context) error, opts ...CallOption) error {
+	o := callOptions{idempotent: d.cfg.Idempotent, maxAttempts: d.cfg.MaxAttempts, deadline: d.cfg.Deadline}
+	o.apply(opts)
+	return d.do(ctx, fn, &o)
+}
+
+func (d *Dependency) do(ctx context.Context, fn func(ctx context.Context) error, o *callOptions) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f := d.fleet
+	c := d.client
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	var s state
+	if c.link.fallback.Load() && c.cfg.Fallback == FallbackLocal {
+		s = state(f.localState.Load())
+	} else {
+		s = state(f.fleetState.Load())
+	}
+	if s.letsCallsOut() && !f.limited.Load() && !f.viewDue.Load() && o.key == "" && d.cfg.AttemptTimeout == 0 {
+		start := time.Now()
+		f.requests.Add(1)
+		err := fn(ctx)
+		elapsed := time.Since(start)
+		if err == nil && elapsed.Nanoseconds() < f.slowNs.Load() {
+			f.successes.Add(1)
+			f.latency[bucketOf(elapsed)].Add(1)
+			return nil
+		}
+		r := newRun(d, ctx, o, start)
+		r.launched = 1
+		return r.afterAttempt(fn, err, elapsed, admission{}, false)
+	}
+	r := newRun(d, ctx, o, time.Now())
+	return r.round(fn)
+}
+
+// run is one call past its fast path.
+type run struct {
+	dep      *Dependency
+	ctx      context.Context
+	opts     *callOptions
+	deadline time.Time
+	launched int
+	lastErr  error
+	// granted is set while the attempt under way was granted as a retry.
+	granted bool
+}
+
+func newRun(d *Dependency, ctx context.Context, o *callOptions, start time.Time) *run {
+	deadline := start.Add(o.deadline)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	return &run{dep: d, ctx: ctx, opts: o, deadline: deadline}
+}
+
+// round sends the next attempt, admitted first when it must be.
+func (r *run) round(fn func(context.Context) error) error {
+	c, f := r.dep.client, r.dep.fleet
+	if f.viewDue.Load() {
+		c.waitFirstView(r.ctx, f, time.Until(r.deadline)/2)
+	}
+	for {
+		now := time.Now()
+		if !now.Before(r.deadline) {
+			return r.giveUp(ReasonDeadlineExceeded, nil)
+		}
+		s := c.governingState(f, now)
+		var adm admission
+		if !s.letsCallsOut() || f.limited.Load() {
+			var ref *refusal
+			adm, ref = c.admit(r.ctx, f, s, 1)
+			if ref != nil {
+				if err := r.ctx.Err(); err != nil {
+					return err
+				}
+				if (ref.reason == ReasonRateLimited || ref.reason == ReasonConcurrencyLimited) && r.waitLimited(ref) {
+					continue
+				}
+				return r.refused(ref)
+			}
+		}
+		return r.attempt(fn, adm)
+	}
+}
+
+// waitLimited waits out a limit's refusal when the wait ends before the deadline.
+func (r *run) waitLimited(ref *refusal) bool {
+	if r.dep.cfg.FailWhenLimited {
+		return false
+	}
+	wait := ref.retryAfter
+	if wait < time.Millisecond {
+		wait = time.Millisecond
+	}
+	if !time.Now().Add(wait).Before(r.deadline) {
+		return false
+	}
+	return sleep(r.ctx, wait) == nil
+}
+
+// attempt sends one attempt and goes on with its outcome.
+func (r *run) attempt(fn func(context.Context) error, adm admission) error {
+	f := r.dep.fleet
+	r.launched++
+	if r.launched == 1 {
+		f.requests.Add(1)
+	}
+	ctx := r.ctx
+	var cancel context.CancelFunc
+	if r.launched > 1 || r.opts.key != "" {
+		ctx = context.WithValue(ctx, attemptKey{}, &attemptInfo{number: r.launched, deadline: r.deadline, key: r.opts.key})
+	}
+	if r.launched > 1 {
+		ctx, cancel = context.WithDeadline(ctx, r.deadline)
+	}
+	if t := r.dep.cfg.AttemptTimeout; t > 0 {
+		var cancelAttempt context.CancelFunc
+		ctx, cancelAttempt = context.WithTimeout(ctx, t)
+		defer cancelAttempt()
+	}
+	start := time.Now()
+	err := fn(ctx)
+	if cancel != nil {
+		cancel()
+	}
+	return r.afterAttempt(fn, err, time.Since(start), adm, true)
+}
+
+// afterAttempt counts an attempt's outcome and, after a failure, takes the retry step.
+func (r *run) afterAttempt(fn func(context.Context) error, err error, elapsed time.Duration, adm admission, counted bool) error {
+	d, c, f := r.dep, r.dep.client, r.dep.fleet
+	now := time.Now()
+	if err == nil {
+		if counted || elapsed.Nanoseconds() >= f.slowNs.Load() {
+			f.recordOutcome(now, elapsed, false)
+		}
+		if r.granted {
+			f.retrySucceeded(now)
+		}
+		c.settleAdmission(f, adm, true, false)
+		return nil
+	}
+	if r.ctx.Err() != nil {
+		// The caller's context ended: the attempt was abandoned, no outcome counted.
+		c.settleAdmission(f, adm, false, true)
+		return r.ctx.Err()
+	}
+	r.granted = false
+	failure := Classify(err, d.cfg.Classifiers)
+	dependencyFailed := IsDependencyFailure(failure)
+	f.recordOutcome(now, elapsed, dependencyFailed)
+	c.settleAdmission(f, adm, !dependencyFailed, false)
+	r.lastErr = err
+	denial := retryDenial(failure, r.opts.idempotent, r.opts.key != "")
+	switch {
+	case denial == "not_retriable":
+		return err
+	case denial != "":
+		return r.giveUp(denial, nil)
+	case failure.RetriedDownstream:
+		return r.giveUp(ReasonDownstreamRetried, nil)
+	case r.launched >= r.opts.maxAttempts:
+		return r.giveUp(ReasonMaxAttempts, nil)
+	}
+	if serving, ok := r.ctx.Value(servingKey{}).(*serving); ok && serving.attempt > 1 && !d.cfg.RetryWhenServingRetry {
+		return r.giveUp(ReasonUpstreamRetry, nil)
+	}
+	remaining := r.deadline.Sub(now)
+	if remaining <= 0 {
+		return r.giveUp(ReasonDeadlineExceeded, nil)
+	}
+	req := retryRequest{Attempt: r.launched, Idempotent: true, DeadlineMs: remaining.Milliseconds()}
+	if req.DeadlineMs > maxDurationMs {
+		req.DeadlineMs = maxDurationMs
+	}
+	if req.Attempt > 100 {
+		req.Attempt = 100
+	}
+	if failure.Status != 0 {
+		req.Status = failure.Status
+	} else {
+		req.Error = string(failure.Kind)
+	}
+	if failure.RetryAfter > 0 {
+		req.RetryAfterMs = (failure.RetryAfter + time.Millisecond - 1).Milliseconds()
+		if req.RetryAfterMs > maxDurationMs {
+			req.RetryAfterMs = maxDurationMs
+		}
+	}
+	v := c.retryVerdict(r.ctx, f, req)
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	if !v.allow {
+		if v.reason == ReasonBreakerOpen {
+			info := v.breaker
+			if info == nil {
+				facts := c.breakerInfo(f, time.Now())
+				info = &facts
+			}
+			return r.refused(&refusal{reason: ReasonBreakerOpen, breaker: info})
+		}
+		return r.giveUp(v.reason, nil)
+	}
+	delay := time.Duration(v.delayMs) * time.Millisecond
+	if failure.RetryAfter > delay {
+		delay = failure.RetryAfter
+	}
+	if !time.Now().Add(delay).Before(r.deadline) {
+		return r.giveUp(ReasonDeadlineExceeded, nil)
+	}
+	if hook := c.hooks.OnRetry; hook != nil {
+		hook(RetryEvent{Dependency: d.name, Attempt: r.launched + 1, Delay: delay, Err: err})
+	}
+	if err := sleep(r.ctx, delay); err != nil {
+		return err
+	}
+	r.granted = true
+	return r.round(fn)
+}
+
+// refused is the give-up a refusal is.
+func (r *run) refused(ref *refusal) error {
+	e := r.newGiveUp(ref.reason)
+	e.Breaker = ref.breaker
+	e.RetryAfter = ref.retryAfter
+	return r.announce(e)
+}
+
+func (r *run) giveUp(reason Reason, _ error) error {
+	return r.announce(r.newGiveUp(reason))
+}
+
+func (r *run) newGiveUp(reason Reason) *GiveUpError {
+	return &GiveUpError{Dependency: r.dep.name, Reason: reason, Attempts: r.launched, Err: r.lastErr}
+}
+
+// announce calls the give-up hook and tells the caller of the request being served not to retry it.
+func (r *run) announce(e *GiveUpError) error {
+	if hook := r.dep.client.hooks.OnGiveUp; hook != nil {
+		hook(GiveUpEvent{Dependency: r.dep.name, Reason: e.Reason, Err: e})
+	}
+	if e.Reason != ReasonNotIdempotent {
+		if serving, ok := r.ctx.Value(servingKey{}).(*serving); ok {
+			serving.pushback(e.Reason)
+		}
+	}
+	return e
+}
+
+// sleep waits d, or until ctx ends (its error); it leaves no timer behind.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

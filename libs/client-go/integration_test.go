@@ -1,0 +1,89 @@
+package sluice
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestStartCheckRefusesAWrongToken(t *testing.T) {
+	f := needFleet(t)
+	_, err := New(Config{BaseURLs: f.urls, Namespace: "shop", Token: "not-a-token", Logger: NopLogger()})
+	var cfg *ConfigError
+	if !errors.As(err, &cfg) || cfg.Status != 401 {
+		t.Fatalf("want a 401 ConfigError, got %v", err)
+	}
+}
+
+func TestStartCheckFailsOnAWrongURL(t *testing.T) {
+	ports, _ := spareTCPPorts(1)
+	_, err := New(Config{BaseURLs: []string{"http://127.0.0.1:" + itoa(ports[0])}, Namespace: "shop", Logger: NopLogger()})
+	var ce *CoordinatorError
+	if !errors.As(err, &ce) {
+		t.Fatalf("want a CoordinatorError, got %v", err)
+	}
+}
+
+func itoa(n int) string { return fmtInt(n) }
+
+func TestDoRetriesWithTheFleetsGrant(t *testing.T) {
+	f := needFleet(t)
+	var retries []RetryEvent
+	c, ns := newTestClient(t, f, func(cfg *Config) {
+		cfg.Hooks.OnRetry = func(e RetryEvent) { retries = append(retries, e) }
+	})
+	dep := newScripted(t, 503, 503, 200)
+	err := c.Dependency("pay").Do(context.Background(), dep.get, Idempotent())
+	if err != nil {
+		t.Fatalf("Do: %v", err)
+	}
+	got := dep.requests()
+	if len(got) != 3 || len(retries) != 2 {
+		t.Fatalf("want 3 attempts and 2 retries, got %d and %d", len(got), len(retries))
+	}
+	for i, h := range got {
+		if h.Get(AttemptHeader) != itoa(i+1) {
+			t.Errorf("attempt %d sent sluice-attempt %q", i+1, h.Get(AttemptHeader))
+		}
+	}
+	if v := f.view(t, ns, "pay"); v.Budget.Retries != 2 {
+		t.Fatalf("the fleet's budget counts %d retries, want 2", v.Budget.Retries)
+	}
+}
+
+func TestAnOperatorsTripFailsTheNextCallWithItsReason(t *testing.T) {
+	f := needFleet(t)
+	c, ns := newTestClient(t, f, nil)
+	pay := c.Dependency("pay")
+	dep := newScripted(t, 200)
+	if err := pay.Do(context.Background(), dep.get); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Second, "the event stream opens", func() bool { return c.Status().Streaming })
+	f.admin(t, "POST", "/admin/v1/"+ns+"/breakers/pay/trip", map[string]any{"reason": "bad deploy"}, nil)
+	eventually(t, 3*time.Second, "the trip reaches the client", func() bool { return pay.BreakerState() == StateForcedOpen })
+	err := pay.Do(context.Background(), dep.get)
+	var giveUp *GiveUpError
+	if !errors.As(err, &giveUp) || giveUp.Reason != ReasonBreakerOpen || giveUp.OperatorReason() != "bad deploy" {
+		t.Fatalf("want a breaker_open give-up with the operator's reason, got %v", err)
+	}
+	if !errors.Is(err, ErrBreakerOpen) || giveUp.Attempts != 0 || len(dep.requests()) != 1 {
+		t.Fatalf("the call must not reach the dependency: %v, %d requests", err, len(dep.requests()))
+	}
+}
+
+func TestReportsCountFirstAttempts(t *testing.T) {
+	f := needFleet(t)
+	c, ns := newTestClient(t, f, nil)
+	dep := newScripted(t, 200)
+	for i := 0; i < 10; i++ {
+		if err := c.Dependency("inventory").Do(context.Background(), dep.get); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Flush()
+	if v := f.view(t, ns, "inventory"); v.Budget.Requests != 10 {
+		t.Fatalf("the fleet counts %d requests, want 10", v.Budget.Requests)
+	}
+}

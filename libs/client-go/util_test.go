@@ -1,0 +1,5 @@
+package sluice
+
+import "strconv"
+
+func fmtInt(n int) string { return strconv.Itoa(n) }
