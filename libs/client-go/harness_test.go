@@ -151,7 +151,7 @@ func startFleet() (*fleet, error) {
 		f.urls = append(f.urls, fmt.Sprintf("http://127.0.0.1:%d", port))
 	}
 	for i, u := range f.urls {
-		if err := waitReady(u, 20*time.Second); err != nil {
+		if err := waitReady(u, 30*time.Second, f.procs[i]); err != nil {
 			f.stop()
 			return nil, fmt.Errorf("the coordinator at %s never became ready: %v\n%s", u, err, f.output[i])
 		}
@@ -159,9 +159,16 @@ func startFleet() (*fleet, error) {
 	return f, nil
 }
 
-func waitReady(base string, within time.Duration) error {
+func waitReady(base string, within time.Duration, proc *exec.Cmd) error {
 	until := time.Now().Add(within)
+	exited := make(chan struct{})
+	go func() { _ = proc.Wait(); close(exited) }()
 	for {
+		select {
+		case <-exited:
+			return errors.New("the process exited")
+		default:
+		}
 		res, err := http.Get(base + "/health/ready")
 		if err == nil {
 			res.Body.Close()
@@ -185,14 +192,11 @@ func (f *fleet) stop() {
 		_ = p.Process.Signal(syscall.SIGTERM)
 	}
 	for _, p := range f.procs {
-		done := make(chan struct{})
-		go func(p *exec.Cmd) { _ = p.Wait(); close(done) }(p)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = p.Process.Kill()
-			<-done
+		until := time.Now().Add(10 * time.Second)
+		for p.Process.Signal(syscall.Signal(0)) == nil && time.Now().Before(until) {
+			time.Sleep(20 * time.Millisecond)
 		}
+		_ = p.Process.Kill()
 	}
 	if err := deleteKeys(redisURL(), f.keyPrefix+":*"); err != nil {
 		fmt.Fprintf(os.Stderr, "sluice: could not delete the test keys %s*: %v\n", f.keyPrefix, err)
