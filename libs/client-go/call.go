@@ -113,10 +113,20 @@ func (d *Dependency) BreakerState() string {
 func (d *Dependency) Do(ctx context.Context, fn func(ctx context.Context) error, opts ...CallOption) error {
 	o := callOptions{idempotent: d.cfg.Idempotent, maxAttempts: d.cfg.MaxAttempts, deadline: d.cfg.Deadline}
 	o.apply(opts)
-	return d.do(ctx, fn, &o)
+	return d.do(ctx, attemptFunc(fn), &o)
 }
 
-func (d *Dependency) do(ctx context.Context, fn func(ctx context.Context) error, o *callOptions) error {
+// attempter runs one attempt of a call.
+type attempter interface {
+	attempt(ctx context.Context) error
+}
+
+// attemptFunc is a Do function as an attempter (a func is pointer-shaped: no allocation).
+type attemptFunc func(ctx context.Context) error
+
+func (f attemptFunc) attempt(ctx context.Context) error { return f(ctx) }
+
+func (d *Dependency) do(ctx context.Context, fn attempter, o *callOptions) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -132,20 +142,21 @@ func (d *Dependency) do(ctx context.Context, fn func(ctx context.Context) error,
 		s = state(f.fleetState.Load())
 	}
 	if s.letsCallsOut() && !f.limited.Load() && !f.viewDue.Load() && o.key == "" && d.cfg.AttemptTimeout == 0 {
-		start := time.Now()
-		f.requests.Add(1)
-		err := fn(ctx)
-		elapsed := time.Since(start)
+		start := c.clock.nanos()
+		err := fn.attempt(ctx)
+		elapsed := time.Duration(c.clock.nanos() - start)
 		if err == nil && elapsed.Nanoseconds() < f.slowNs.Load() {
-			f.successes.Add(1)
+			// One request and one success, counted together.
+			f.counted.Add(1<<32 | 1)
 			f.latency[bucketOf(elapsed)].Add(1)
 			return nil
 		}
-		r := newRun(d, ctx, o, start)
+		f.counted.Add(1 << 32)
+		r := newRun(d, ctx, *o, time.Now().Add(-elapsed))
 		r.launched = 1
 		return r.afterAttempt(fn, err, elapsed, admission{}, false)
 	}
-	r := newRun(d, ctx, o, time.Now())
+	r := newRun(d, ctx, *o, time.Now())
 	return r.round(fn)
 }
 
@@ -153,7 +164,7 @@ func (d *Dependency) do(ctx context.Context, fn func(ctx context.Context) error,
 type run struct {
 	dep      *Dependency
 	ctx      context.Context
-	opts     *callOptions
+	opts     callOptions
 	deadline time.Time
 	launched int
 	lastErr  error
@@ -161,7 +172,7 @@ type run struct {
 	granted bool
 }
 
-func newRun(d *Dependency, ctx context.Context, o *callOptions, start time.Time) *run {
+func newRun(d *Dependency, ctx context.Context, o callOptions, start time.Time) *run {
 	deadline := start.Add(o.deadline)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
@@ -170,7 +181,7 @@ func newRun(d *Dependency, ctx context.Context, o *callOptions, start time.Time)
 }
 
 // round sends the next attempt, admitted first when it must be.
-func (r *run) round(fn func(context.Context) error) error {
+func (r *run) round(fn attempter) error {
 	c, f := r.dep.client, r.dep.fleet
 	if f.viewDue.Load() {
 		c.waitFirstView(r.ctx, f, time.Until(r.deadline)/2)
@@ -215,11 +226,11 @@ func (r *run) waitLimited(ref *refusal) bool {
 }
 
 // attempt sends one attempt and goes on with its outcome.
-func (r *run) attempt(fn func(context.Context) error, adm admission) error {
+func (r *run) attempt(fn attempter, adm admission) error {
 	f := r.dep.fleet
 	r.launched++
 	if r.launched == 1 {
-		f.requests.Add(1)
+		f.counted.Add(1 << 32)
 	}
 	ctx := r.ctx
 	var cancel context.CancelFunc
@@ -235,7 +246,7 @@ func (r *run) attempt(fn func(context.Context) error, adm admission) error {
 		defer cancelAttempt()
 	}
 	start := time.Now()
-	err := fn(ctx)
+	err := fn.attempt(ctx)
 	if cancel != nil {
 		cancel()
 	}
@@ -243,7 +254,7 @@ func (r *run) attempt(fn func(context.Context) error, adm admission) error {
 }
 
 // afterAttempt counts an attempt's outcome and, after a failure, takes the retry step.
-func (r *run) afterAttempt(fn func(context.Context) error, err error, elapsed time.Duration, adm admission, counted bool) error {
+func (r *run) afterAttempt(fn attempter, err error, elapsed time.Duration, adm admission, counted bool) error {
 	d, c, f := r.dep, r.dep.client, r.dep.fleet
 	now := time.Now()
 	if err == nil {

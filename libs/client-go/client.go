@@ -136,6 +136,7 @@ type Client struct {
 	reporter *reporter
 	feed     *feed
 	asks     *coalescer
+	clock    *coarseClock
 	ctx      context.Context
 	cancel   context.CancelFunc
 
@@ -170,6 +171,7 @@ func New(cfg Config) (*Client, error) {
 	c.hooks = &c.cfg.Hooks
 	c.link = &link{failuresNeeded: cfg.FailuresBeforeFallback, logger: cfg.Logger, hooks: c.hooks, onFallback: c.fallbackStarts}
 	c.asks = &coalescer{c: c}
+	c.clock = &coarseClock{c: c, base: time.Now()}
 	c.reporter = newReporter(c)
 	c.feed = newFeed(c)
 	if !cfg.SkipStartCheck {

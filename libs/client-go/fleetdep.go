@@ -86,9 +86,10 @@ type fleetDep struct {
 	limited    atomic.Bool
 	viewDue    atomic.Bool
 	slowNs     atomic.Int64
-	requests   atomic.Int64
-	successes  atomic.Int64
-	latency    [latencyBuckets]atomic.Int64
+	// counted holds the first attempts (high 32 bits) and plain successes (low 32 bits) counted on
+	// the call path since the last drain: one atomic add for a call through a closed breaker.
+	counted atomic.Int64
+	latency [latencyBuckets]atomic.Int64
 
 	mu           sync.Mutex
 	openUntil    time.Time
@@ -154,8 +155,8 @@ func (d *fleetDep) share() float64 {
 // drainLocked moves the counts taken on the call path into the pending report and the local
 // budget and breaker windows.
 func (d *fleetDep) drainLocked(now time.Time) {
-	requests := d.requests.Swap(0)
-	successes := d.successes.Swap(0)
+	both := d.counted.Swap(0)
+	requests, successes := both>>32, both&(1<<32-1)
 	if requests == 0 && successes == 0 {
 		return
 	}
@@ -179,7 +180,7 @@ func (d *fleetDep) drainLocked(now time.Time) {
 func (d *fleetDep) recordOutcome(now time.Time, latency time.Duration, failed bool) {
 	slow := latency.Nanoseconds() >= d.slowNs.Load()
 	if !failed && !slow {
-		d.successes.Add(1)
+		d.counted.Add(1)
 		d.latency[bucketOf(latency)].Add(1)
 		return
 	}

@@ -50,63 +50,97 @@ func idempotentMethod(method string) bool {
 
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	d := t.dep
-	o := callOptions{idempotent: d.cfg.Idempotent || idempotentMethod(req.Method), maxAttempts: d.cfg.MaxAttempts, deadline: d.cfg.Deadline}
+	rc := &roundTrip{t: t, req: req}
+	rc.opts = callOptions{idempotent: d.cfg.Idempotent || idempotentMethod(req.Method), maxAttempts: d.cfg.MaxAttempts, deadline: d.cfg.Deadline}
 	ctx := req.Context()
 	if opts, ok := ctx.Value(callOptionsKey{}).([]CallOption); ok {
-		o.apply(opts)
+		rc.opts.apply(opts)
 	}
-	if o.key == "" {
-		o.key = req.Header.Get(IdempotencyKeyHeader)
+	if rc.opts.key == "" {
+		rc.opts.key = req.Header.Get(IdempotencyKeyHeader)
 	}
-	getBody := req.GetBody
-	if req.Body != nil && req.Body != http.NoBody && getBody == nil {
+	rc.getBody = req.GetBody
+	if req.Body != nil && req.Body != http.NoBody && rc.getBody == nil {
 		data, err := io.ReadAll(req.Body)
 		req.Body.Close()
 		if err != nil {
 			return nil, err
 		}
-		getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+		rc.getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
 	}
-	deadline := time.Now().Add(o.deadline)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
+	rc.deadline = d.client.now().Add(rc.opts.deadline)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(rc.deadline) {
+		rc.deadline = dl
 	}
-	var answer *http.Response
-	attempts := 0
-	err := d.do(ctx, func(ctx context.Context) error {
-		attempts++
-		r := req.Clone(ctx)
-		if getBody != nil && (attempts > 1 || req.GetBody == nil) {
-			body, err := getBody()
-			if err != nil {
-				return err
-			}
-			r.Body = body
-		}
-		dl := deadline
-		if cdl, ok := ctx.Deadline(); ok && cdl.Before(dl) {
-			dl = cdl
-		}
-		r.Header.Set(DeadlineHeader, strconv.FormatInt(remainingMs(dl), 10))
-		r.Header.Set(AttemptHeader, strconv.Itoa(Attempt(ctx)))
-		if o.key != "" {
-			r.Header.Set(IdempotencyKeyHeader, o.key)
-		}
-		res, err := t.base.RoundTrip(r)
+	if err := d.do(ctx, rc, &rc.opts); err != nil {
+		return nil, err
+	}
+	return rc.answer, nil
+}
+
+// attemptNumbers are the sluice-attempt values of the first attempts, made once.
+var attemptNumbers = [...]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10"}
+
+// roundTrip is one request through the Transport, with its attempts.
+type roundTrip struct {
+	t        *roundTripper
+	req      *http.Request
+	opts     callOptions
+	getBody  func() (io.ReadCloser, error)
+	deadline time.Time
+	attempts int
+	answer   *http.Response
+	// values backs the three headers each attempt adds.
+	values [3]string
+}
+
+// attempt sends one attempt: a copy of the request with its own headers (and body).
+func (rc *roundTrip) attempt(ctx context.Context) error {
+	rc.attempts++
+	r := rc.req.WithContext(ctx)
+	header := make(http.Header, len(rc.req.Header)+3)
+	for k, v := range rc.req.Header {
+		header[k] = v
+	}
+	r.Header = header
+	if rc.getBody != nil && (rc.attempts > 1 || rc.req.GetBody == nil) {
+		body, err := rc.getBody()
 		if err != nil {
 			return err
 		}
-		if !retriableStatus(res.StatusCode) {
-			answer = res
-			return nil
-		}
-		body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-		res.Body.Close()
-		retryAfter, _ := ParseRetryAfter(res.Header.Get("Retry-After"), time.Now())
-		return &StatusError{StatusCode: res.StatusCode, RetryAfter: retryAfter, NoRetry: res.Header.Get(NoRetryHeader), Header: res.Header, Body: body}
-	}, &o)
-	if err != nil {
-		return nil, err
+		r.Body = body
 	}
-	return answer, nil
+	dl := rc.deadline
+	if cdl, ok := ctx.Deadline(); ok && cdl.Before(dl) {
+		dl = cdl
+	}
+	left := dl.Sub(rc.t.dep.client.now()).Milliseconds()
+	if left < 0 {
+		left = 0
+	}
+	number := Attempt(ctx)
+	if number < len(attemptNumbers) {
+		rc.values[1] = attemptNumbers[number]
+	} else {
+		rc.values[1] = strconv.Itoa(number)
+	}
+	rc.values[0] = strconv.FormatInt(left, 10)
+	header["Sluice-Deadline-Ms"] = rc.values[0:1:1]
+	header["Sluice-Attempt"] = rc.values[1:2:2]
+	if rc.opts.key != "" {
+		rc.values[2] = rc.opts.key
+		header["Idempotency-Key"] = rc.values[2:3:3]
+	}
+	res, err := rc.t.base.RoundTrip(r)
+	if err != nil {
+		return err
+	}
+	if !retriableStatus(res.StatusCode) {
+		rc.answer = res
+		return nil
+	}
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	res.Body.Close()
+	retryAfter, _ := ParseRetryAfter(res.Header.Get("Retry-After"), time.Now())
+	return &StatusError{StatusCode: res.StatusCode, RetryAfter: retryAfter, NoRetry: res.Header.Get(NoRetryHeader), Header: res.Header, Body: body}
 }
