@@ -68,7 +68,9 @@ func gathering(t *testing.T, n int) *scripted {
 func TestSimultaneousFailuresShareOneAsk(t *testing.T) {
 	f := needFleet(t)
 	// A decision time that a loaded test machine (and the race detector) leaves room for.
-	c, _ := newTestClient(t, f, func(cfg *Config) { cfg.DecisionTimeout = time.Second })
+	c, ns := newTestClient(t, f, func(cfg *Config) { cfg.DecisionTimeout = time.Second })
+	// 40 failures must not open the breaker here: this is about the asks.
+	f.admin(t, "PUT", "/admin/v1/"+ns+"/policies/deps/pay", map[string]any{"breaker": map[string]any{"minimumCalls": 1000}}, nil)
 	const calls = 40
 	dep := gathering(t, calls)
 	pay := c.Dependency("pay")

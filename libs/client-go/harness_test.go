@@ -45,6 +45,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv("SLUICE_STORM_CHILD") == "1" {
+		os.Exit(m.Run()) // a storm process: the coordinators run in its parent
+	}
 	f, err := startFleet()
 	if err != nil {
 		skipWhy = err.Error()

@@ -1,0 +1,213 @@
+package sluice
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The storm: 8 processes × 50 calls failing at once, through recording proxies in front of the
+// coordinators. Run it with: go test -run TestStorm -storm -v
+var (
+	stormFlag     = flag.Bool("storm", false, "run the storm (8 processes × 50 calls failing at once)")
+	stormDecision = flag.Duration("storm-decision-timeout", 500*time.Millisecond, "the storm processes' DecisionTimeout")
+)
+
+const (
+	stormProcesses = 8
+	stormCalls     = 50
+)
+
+// stormResult is what one storm process reports.
+type stormResult struct {
+	Calls     int            `json:"calls"`
+	Reasons   map[string]int `json:"reasons"`
+	Retries   int64          `json:"retries"`
+	Decisions int64          `json:"decisions"`
+}
+
+// recorder is a reverse proxy to one coordinator that counts decision requests and 503 answers.
+type recorder struct {
+	decisions, unavailable atomic.Int64
+	server                 *httptest.Server
+}
+
+func newRecorder(t *testing.T, target string) *recorder {
+	u, _ := url.Parse(target)
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	r := &recorder{}
+	proxy.ModifyResponse = func(res *http.Response) error {
+		if res.StatusCode == 503 {
+			r.unavailable.Add(1)
+		}
+		return nil
+	}
+	r.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if p := req.URL.Path; strings.HasSuffix(p, "/retry") || strings.HasSuffix(p, "/retries") || strings.HasSuffix(p, "/admit") {
+			r.decisions.Add(1)
+		}
+		proxy.ServeHTTP(w, req)
+	}))
+	t.Cleanup(r.server.Close)
+	return r
+}
+
+func TestStorm(t *testing.T) {
+	if os.Getenv("SLUICE_STORM_CHILD") == "1" {
+		stormProcess(t)
+		return
+	}
+	if !*stormFlag {
+		t.Skip("the storm runs with -storm")
+	}
+	f := needFleet(t)
+	ns := newNamespace()
+	var recorders []*recorder
+	var urls []string
+	for _, u := range f.urls {
+		r := newRecorder(t, u)
+		recorders = append(recorders, r)
+		urls = append(urls, r.server.URL)
+	}
+	var depRequests atomic.Int64
+	dep := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		depRequests.Add(1)
+		w.WriteHeader(503)
+	}))
+	defer dep.Close()
+	startAt := time.Now().Add(3 * time.Second).UnixMilli()
+	results := make([]stormResult, stormProcesses)
+	var wg sync.WaitGroup
+	for i := 0; i < stormProcesses; i++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestStorm$", "-test.v")
+		cmd.Env = append(os.Environ(), "SLUICE_STORM_CHILD=1", "SLUICE_STORM_URLS="+strings.Join(urls, ","),
+			"SLUICE_STORM_NS="+ns, "SLUICE_STORM_DEP="+dep.URL, "SLUICE_STORM_START="+strconv.FormatInt(startAt, 10),
+			"SLUICE_STORM_REPORTER=storm-"+strconv.Itoa(i), "SLUICE_STORM_DECISION="+stormDecision.String())
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			scanner := bufio.NewScanner(out)
+			for scanner.Scan() {
+				if line := scanner.Text(); strings.HasPrefix(line, "STORM ") {
+					_ = json.Unmarshal([]byte(line[len("STORM "):]), &results[i])
+				}
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("storm process %d: %v", i, err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	grants := f.view(t, ns, "storm").Budget.Retries
+	var decisions, unavailable, clientDecisions, retries int64
+	failed := 0
+	reasons := map[string]int{}
+	for _, r := range recorders {
+		decisions += r.decisions.Load()
+		unavailable += r.unavailable.Load()
+	}
+	for _, r := range results {
+		failed += r.Calls
+		clientDecisions += r.Decisions
+		retries += r.Retries
+		for reason, n := range r.Reasons {
+			reasons[reason] += n
+		}
+	}
+	perCall := float64(decisions) / float64(failed)
+	summary := fmt.Sprintf("storm (DecisionTimeout %v): %d processes × %d calls failing at once: %d failed calls, %d decision requests (%.3f per failed call; %d counted by the clients), "+
+		"%d grants, %d retries made, %d dependency requests, %d answers 503 from the coordinators, give-ups %v",
+		*stormDecision, stormProcesses, stormCalls, failed, decisions, perCall, clientDecisions, grants, retries, depRequests.Load(), unavailable, reasons)
+	t.Log(summary)
+	fmt.Println(summary)
+	if failed != stormProcesses*stormCalls {
+		t.Fatalf("%d calls ended, want %d", failed, stormProcesses*stormCalls)
+	}
+	if perCall > 0.1 {
+		t.Errorf("%.3f decision requests per failed call, want at most 0.1", perCall)
+	}
+	if int64(grants) != retries || depRequests.Load() != int64(failed)+retries {
+		t.Errorf("every grant is used: %d grants, %d retries made, %d dependency requests", grants, retries, depRequests.Load())
+	}
+	if reasons[string(ReasonCoordinatorUnavailable)] != 0 || unavailable != 0 {
+		t.Errorf("no coordinator_unavailable (%d), no 503 (%d)", reasons[string(ReasonCoordinatorUnavailable)], unavailable)
+	}
+}
+
+// stormProcess is one process of the storm: 50 calls to a dependency that always fails, at once.
+func stormProcess(t *testing.T) {
+	var retries atomic.Int64
+	decisionTimeout, _ := time.ParseDuration(os.Getenv("SLUICE_STORM_DECISION"))
+	c, err := New(Config{
+		DecisionTimeout: decisionTimeout,
+		BaseURLs:        strings.Split(os.Getenv("SLUICE_STORM_URLS"), ","), Namespace: os.Getenv("SLUICE_STORM_NS"),
+		Token: clientSecret, Reporter: os.Getenv("SLUICE_STORM_REPORTER"), Logger: TextLogger(os.Stderr),
+		Hooks: Hooks{OnRetry: func(RetryEvent) { retries.Add(1) }},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := c.Dependency("storm")
+	<-dep.fleet.firstView
+	start, _ := strconv.ParseInt(os.Getenv("SLUICE_STORM_START"), 10, 64)
+	time.Sleep(time.Until(time.UnixMilli(start)))
+	target := os.Getenv("SLUICE_STORM_DEP")
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: stormCalls}}
+	call := func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, "GET", target, nil)
+		res, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		res.Body.Close()
+		return &StatusError{StatusCode: res.StatusCode}
+	}
+	result := stormResult{Reasons: map[string]int{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := 0; i < stormCalls; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := dep.Do(context.Background(), call, Idempotent())
+			reason := "other"
+			var giveUp *GiveUpError
+			if errors.As(err, &giveUp) {
+				reason = string(giveUp.Reason)
+			}
+			mu.Lock()
+			result.Calls++
+			result.Reasons[reason]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	result.Decisions = c.DecisionRequests()
+	c.Close()
+	result.Retries = retries.Load()
+	line, _ := json.Marshal(result)
+	fmt.Printf("STORM %s\n", line)
+}
