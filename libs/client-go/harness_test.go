@@ -350,7 +350,9 @@ func (f *fleet) view(t testing.TB, ns, dep string) depView {
 func newTestClient(t testing.TB, f *fleet, mutate func(*Config)) (*Client, string) {
 	t.Helper()
 	ns := newNamespace()
-	cfg := Config{BaseURLs: f.urls, Namespace: ns, Token: clientSecret, Logger: testLogger{t}}
+	// A decision time that a loaded test machine and the race detector leave room for (the
+	// default, 50 ms, is for production coordinators nearby).
+	cfg := Config{BaseURLs: f.urls, Namespace: ns, Token: clientSecret, Logger: testLogger{t}, DecisionTimeout: time.Second}
 	if mutate != nil {
 		mutate(&cfg)
 	}

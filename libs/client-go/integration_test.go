@@ -87,3 +87,39 @@ func TestReportsCountFirstAttempts(t *testing.T) {
 		t.Fatalf("the fleet counts %d requests, want 10", v.Budget.Requests)
 	}
 }
+
+func TestARetryThatSucceededIsReportedOnce(t *testing.T) {
+	f := needFleet(t)
+	c, ns := newTestClient(t, f, func(cfg *Config) { cfg.ReportInterval = time.Minute })
+	dep := newScripted(t, 503, 503, 200)
+	pay := c.Dependency("pay")
+	if err := pay.Do(context.Background(), dep.get, Idempotent()); err != nil {
+		t.Fatal(err)
+	}
+	pay.fleet.mu.Lock()
+	succeeded := pay.fleet.pending.retriesSucceeded
+	pay.fleet.mu.Unlock()
+	if succeeded != 1 {
+		t.Fatalf("two granted retries, the second succeeded: %d counted, want 1", succeeded)
+	}
+	c.Flush()
+	var view struct {
+		Budget struct {
+			Requests         int  `json:"requests"`
+			RetriesSucceeded *int `json:"retriesSucceeded"`
+		} `json:"budget"`
+	}
+	f.admin(t, "GET", "/v1/"+ns+"/deps/pay", nil, &view)
+	switch {
+	case view.Budget.RetriesSucceeded != nil:
+		// A coordinator with adaptive budgets takes the field.
+		if *view.Budget.RetriesSucceeded != 1 || c.reporter.noSucceeded.Load() {
+			t.Fatalf("the fleet counts %d retries that succeeded, want 1", *view.Budget.RetriesSucceeded)
+		}
+	case !c.reporter.noSucceeded.Load():
+		t.Fatal("a coordinator without adaptive budgets refused the field: the reporter must stop sending it")
+	}
+	if view.Budget.Requests != 1 {
+		t.Fatalf("the report reached the fleet: %d requests, want 1", view.Budget.Requests)
+	}
+}
