@@ -35,8 +35,9 @@ func IdempotencyKey(key string) CallOption { return keyOption{key} }
 // policy may allow fewer.
 func MaxAttempts(n int) CallOption { return maxAttemptsOption{n} }
 
-// Deadline bounds the whole call, retries and backoff included, when ctx has no earlier deadline
-// (default: the dependency's, 10 s).
+// Deadline bounds the whole call, every attempt, retries and backoff included, when ctx has no
+// earlier deadline (default: the dependency's Deadline; without one, 10 s bound the retries and
+// backoff but not the first attempt, which runs with ctx as it is).
 func Deadline(d time.Duration) CallOption { return deadlineOption{d} }
 
 type callOptions struct {
@@ -44,6 +45,9 @@ type callOptions struct {
 	key         string
 	maxAttempts int
 	deadline    time.Duration
+	// bounded: the deadline was set (per call, or for the dependency), so it bounds the first
+	// attempt too; the built-in default bounds only the retries.
+	bounded bool
 }
 
 func (o *callOptions) apply(opts []CallOption) {
@@ -60,6 +64,7 @@ func (o *callOptions) apply(opts []CallOption) {
 		case deadlineOption:
 			if v.d > 0 {
 				o.deadline = v.d
+				o.bounded = true
 			}
 		}
 	}
@@ -90,6 +95,8 @@ type Dependency struct {
 	client *Client
 	fleet  *fleetDep
 	cfg    DependencyConfig
+	// deadlineSet: the dependency's Deadline was configured (not the built-in default).
+	deadlineSet bool
 }
 
 // Name is the dependency's name, as the coordinator knows it.
@@ -111,9 +118,14 @@ func (d *Dependency) BreakerState() string {
 // *GiveUpError (the reason, the attempts, and the last error) when a failure is not retried
 // (again), or ctx's error when ctx ends first.
 func (d *Dependency) Do(ctx context.Context, fn func(ctx context.Context) error, opts ...CallOption) error {
-	o := callOptions{idempotent: d.cfg.Idempotent, maxAttempts: d.cfg.MaxAttempts, deadline: d.cfg.Deadline}
+	o := d.callOptions()
 	o.apply(opts)
 	return d.do(ctx, attemptFunc(fn), &o)
+}
+
+// callOptions are the dependency's defaults for a call.
+func (d *Dependency) callOptions() callOptions {
+	return callOptions{idempotent: d.cfg.Idempotent, maxAttempts: d.cfg.MaxAttempts, deadline: d.cfg.Deadline, bounded: d.deadlineSet}
 }
 
 // attempter runs one attempt of a call.
@@ -141,7 +153,7 @@ func (d *Dependency) do(ctx context.Context, fn attempter, o *callOptions) error
 	} else {
 		s = state(f.fleetState.Load())
 	}
-	if s.letsCallsOut() && !f.limited.Load() && !f.viewDue.Load() && o.key == "" && d.cfg.AttemptTimeout == 0 {
+	if s.letsCallsOut() && !f.limited.Load() && !f.viewDue.Load() && o.key == "" && !o.bounded && d.cfg.AttemptTimeout == 0 {
 		start := c.clock.nanos()
 		err := fn.attempt(ctx)
 		elapsed := time.Duration(c.clock.nanos() - start)
@@ -237,7 +249,7 @@ func (r *run) attempt(fn attempter, adm admission) error {
 	if r.launched > 1 || r.opts.key != "" {
 		ctx = context.WithValue(ctx, attemptKey{}, &attemptInfo{number: r.launched, deadline: r.deadline, key: r.opts.key})
 	}
-	if r.launched > 1 {
+	if r.launched > 1 || r.opts.bounded {
 		ctx, cancel = context.WithDeadline(ctx, r.deadline)
 	}
 	if t := r.dep.cfg.AttemptTimeout; t > 0 {

@@ -78,7 +78,8 @@ type Config struct {
 type DependencyConfig struct {
 	// MaxAttempts per call, the first included (default 3).
 	MaxAttempts int
-	// Deadline of a whole call when ctx has none earlier (default 10 s).
+	// Deadline of a whole call, every attempt included, when ctx has none earlier. Unset, 10 s
+	// bound the retries and backoff, and the first attempt runs with the caller's ctx as it is.
 	Deadline time.Duration
 	// AttemptTimeout bounds each attempt (default none: ctx and the call's deadline do).
 	AttemptTimeout time.Duration
@@ -147,12 +148,15 @@ type Client struct {
 	policies map[string]*Dependency
 
 	uncheckedOnce sync.Once
+	// defaultDeadlineSet: Config.Defaults.Deadline was configured.
+	defaultDeadlineSet bool
 }
 
 // New makes a client and checks its token with the coordinator (an empty report, which changes
 // nothing): a refused token is a *ConfigError, a coordinator that cannot be reached within
 // RequestTimeout a *CoordinatorError (unless SkipStartCheck). Close the client when done.
 func New(cfg Config) (*Client, error) {
+	deadlineSet := cfg.Defaults.Deadline != 0
 	if err := cfg.resolve(); err != nil {
 		return nil, err
 	}
@@ -167,6 +171,8 @@ func New(cfg Config) (*Client, error) {
 		cancel:   cancel,
 		deps:     map[string]*fleetDep{},
 		policies: map[string]*Dependency{},
+
+		defaultDeadlineSet: deadlineSet,
 	}
 	c.hooks = &c.cfg.Hooks
 	c.link = &link{failuresNeeded: cfg.FailuresBeforeFallback, logger: cfg.Logger, hooks: c.hooks, onFallback: c.fallbackStarts}
@@ -281,6 +287,7 @@ func (c *Client) DependencyWith(name string, cfg DependencyConfig) *Dependency {
 	if !namePattern.MatchString(name) {
 		panic(fmt.Sprintf("sluice: a dependency name must match %s, got %q", namePattern, name))
 	}
+	deadlineSet := cfg.Deadline != 0 || c.defaultDeadlineSet
 	cfg = cfg.over(c.cfg.Defaults)
 	c.mu.Lock()
 	f := c.deps[name]
@@ -296,7 +303,7 @@ func (c *Client) DependencyWith(name string, cfg DependencyConfig) *Dependency {
 		}
 		c.feed.follow()
 	}
-	return &Dependency{name: name, client: c, fleet: f, cfg: cfg}
+	return &Dependency{name: name, client: c, fleet: f, cfg: cfg, deadlineSet: deadlineSet}
 }
 
 func (c *Client) dependencies() []*fleetDep {

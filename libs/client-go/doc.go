@@ -30,11 +30,10 @@
 // with the operator's reason. When the coordinator stops answering, a local budget and breaker
 // take over, with this process's share of the fleet's floor, until it answers again.
 //
-// Deadlines come from the context: a call's deadline is ctx's, or the dependency's Deadline
-// (10 s) when ctx has none or a later one; retries and backoff stay within it, every retry runs
-// with a context bounded by it, and the Transport writes what is left of it to
-// sluice-deadline-ms. The first attempt runs with ctx as it is: give ctx a deadline, or set
-// DependencyConfig.AttemptTimeout, to bound it.
+// Deadlines come from the context: a call's deadline is ctx's, or a Deadline (per call, or the
+// dependency's) when that comes first; every attempt, retry and backoff stays within it, and the
+// Transport writes what is left of it to sluice-deadline-ms. With neither, a default of 10 s
+// bounds the retries and backoff, and the first attempt runs with ctx as it is.
 //
 // Errors: Do returns a *GiveUpError when a failure is not retried (again), with the reason, the
 // number of attempts and the last attempt's error (errors.As and errors.Is see through it); a

@@ -51,7 +51,8 @@ func idempotentMethod(method string) bool {
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	d := t.dep
 	rc := &roundTrip{t: t, req: req}
-	rc.opts = callOptions{idempotent: d.cfg.Idempotent || idempotentMethod(req.Method), maxAttempts: d.cfg.MaxAttempts, deadline: d.cfg.Deadline}
+	rc.opts = d.callOptions()
+	rc.opts.idempotent = rc.opts.idempotent || idempotentMethod(req.Method)
 	ctx := req.Context()
 	if opts, ok := ctx.Value(callOptionsKey{}).([]CallOption); ok {
 		rc.opts.apply(opts)
