@@ -3,6 +3,9 @@ package sluice
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 )
@@ -54,7 +57,11 @@ func TestDoRetriesWithTheFleetsGrant(t *testing.T) {
 
 func TestAnOperatorsTripFailsTheNextCallWithItsReason(t *testing.T) {
 	f := needFleet(t)
-	c, ns := newTestClient(t, f, nil)
+	var mu sync.Mutex
+	var changes []BreakerChange
+	c, ns := newTestClient(t, f, func(cfg *Config) {
+		cfg.Hooks.OnBreakerChange = func(ch BreakerChange) { mu.Lock(); changes = append(changes, ch); mu.Unlock() }
+	})
 	pay := c.Dependency("pay")
 	dep := newScripted(t, 200)
 	if err := pay.Do(context.Background(), dep.get); err != nil {
@@ -70,6 +77,11 @@ func TestAnOperatorsTripFailsTheNextCallWithItsReason(t *testing.T) {
 	}
 	if !errors.Is(err, ErrBreakerOpen) || giveUp.Attempts != 0 || len(dep.requests()) != 1 {
 		t.Fatalf("the call must not reach the dependency: %v, %d requests", err, len(dep.requests()))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(changes) != 1 || changes[0].To != StateForcedOpen || changes[0].Source != "fleet" || changes[0].OperatorReason != "bad deploy" {
+		t.Fatalf("one breaker change announced, to forced_open by the fleet: %+v", changes)
 	}
 }
 
@@ -121,5 +133,26 @@ func TestARetryThatSucceededIsReportedOnce(t *testing.T) {
 	}
 	if view.Budget.Requests != 1 {
 		t.Fatalf("the report reached the fleet: %d requests, want 1", view.Budget.Requests)
+	}
+}
+
+func TestAGiveUpWhileServingARetryIsPushedBack(t *testing.T) {
+	f := needFleet(t)
+	c, _ := newTestClient(t, f, nil)
+	dep := newScripted(t, 503)
+	var served error
+	handler := Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served = c.Dependency("pay").Do(r.Context(), dep.get, Idempotent())
+		w.WriteHeader(502)
+	}))
+	req := httptest.NewRequest("GET", "/orders/42", nil)
+	req.Header.Set("sluice-attempt", "2")
+	rec := httptest.NewRecorder()
+	handler.ServeHTTP(rec, req)
+	if !errors.Is(served, &reasonSentinel{ReasonUpstreamRetry}) || len(dep.requests()) != 1 {
+		t.Fatalf("serving a retry, the call is not retried: %v after %d attempts", served, len(dep.requests()))
+	}
+	if got := rec.Header().Get("sluice-no-retry"); got != "upstream_retry" {
+		t.Fatalf("the response says sluice-no-retry %q, want upstream_retry", got)
 	}
 }
