@@ -58,7 +58,7 @@ def main() -> None:
         if options.get(key) is not None:
             kwargs[name] = int(options[key])
     if "no-feed" in broken:
-        kwargs["poll_interval_ms"] = 3_600_000
+        kwargs["poll_interval_ms"] = 600_000
     sluice = Sluice(
         base_urls=spec["baseUrls"],
         namespace=spec["namespace"],

@@ -11,6 +11,7 @@ import logging
 import os
 import random as random_module
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ logger = logging.getLogger("sluice")
 
 MAX_REPORT_AGE_MS = 10_000
 MAX_RETRY_ASKS = 1000
+#: The longest a batch waits for more asks while they keep coming (never past half the decision time).
+MAX_WINDOW_MS = 25
 MAX_REPORT_ENTRIES = 100
 RECONNECT = BackoffPolicy(base_ms=100, cap_ms=5000, jitter="full")
 NOT_YET = Verdict(False, "coordinator_unavailable")
@@ -54,7 +57,9 @@ class Options:
     request_timeout_ms: int = 1000
     connect_timeout_ms: int = 100
     coalesce: bool = True
-    coalesce_window_ms: float = 2
+    #: A batch goes out once no ask came for this long: two of the interpreter's thread switch
+    #: intervals, so the threads that failed together and wait for the GIL still join it.
+    coalesce_window_ms: float = 2 * 1000 * sys.getswitchinterval()
     sse: bool = True
     poll_interval_ms: int = 1000
     view_refresh_ms: int = 5000
@@ -103,24 +108,35 @@ class Coalescer:
         self.options = options
         self._lock = threading.Lock()
         self._waiting: List[_Pending] = []
+        self._last_arrival = 0.0
 
     def submit(self, dep: str, ask: Dict[str, Any]) -> _Pending:
         pending = _Pending(dep, ask)
         with self._lock:
             self._waiting.append(pending)
+            self._last_arrival = pending.asked_at
             first = len(self._waiting) == 1
             full = len(self._waiting) >= MAX_RETRY_ASKS
         if full:
-            threading.Thread(target=self._flush, args=(0.0,), daemon=True).start()
+            threading.Thread(target=self._flush, args=(0.0, 0.0), daemon=True).start()
         elif first:
             deadline = ask.get("deadlineMs", float("inf"))
-            wait_ms = min(self.options.coalesce_window_ms, deadline / 2, self.options.decision_timeout_ms / 2)
-            threading.Thread(target=self._flush, args=(wait_ms / 1000,), daemon=True, name="sluice-ask").start()
+            bound_ms = min(deadline / 2, self.options.decision_timeout_ms / 2)
+            window_ms = min(self.options.coalesce_window_ms, bound_ms)
+            most_ms = min(MAX_WINDOW_MS, bound_ms)
+            threading.Thread(target=self._flush, args=(window_ms / 1000, most_ms / 1000), daemon=True, name="sluice-ask").start()
         return pending
 
-    def _flush(self, wait_s: float) -> None:
-        if wait_s > 0:
-            time.sleep(wait_s)
+    def _flush(self, window_s: float, most_s: float) -> None:
+        """Sends once no ask came for ``window_s`` (threads that fail together do not fail within
+        one instant, as an event loop's callbacks do), after ``most_s`` at the latest."""
+        started = time.monotonic()
+        while window_s > 0:
+            now = time.monotonic()
+            quiet = now - self._last_arrival
+            if quiet >= window_s or now - started >= most_s:
+                break
+            time.sleep(min(window_s - quiet, most_s - (now - started)))
         with self._lock:
             waiting, self._waiting = self._waiting, []
         now = time.monotonic()
@@ -186,7 +202,7 @@ class Engine:
         self.states: Dict[str, DependencyState] = {}
         self.first_views: Dict[str, threading.Event] = {}
         self.coalescer = Coalescer(self.transport, options)
-        self.under_way: Dict[str, threading.Event] = {}
+        self.under_way: Dict[str, _Pending] = {}
         self.on_break: Hook[BreakerChange] = Hook()
         self.on_fallback: Hook[FallbackChange] = Hook()
         self.on_config_error: Hook[ConfigErrorEvent] = Hook()
@@ -300,8 +316,9 @@ class Engine:
         asked_at = time.monotonic()
         if coalesce:
             under_way = self.under_way.get(state.name)
-            if under_way is not None:
-                under_way.wait(max(1, self.options.decision_timeout_ms // 2) / 1000)
+            # An ask still gathering its batch is joined; one sent is waited for (its denial may hold).
+            if under_way is not None and under_way.sent.is_set():
+                under_way.done.wait(max(1, self.options.decision_timeout_ms // 2) / 1000)
             now = self.now()
             with self.lock:
                 held = state.held.current(now)
@@ -315,7 +332,7 @@ class Engine:
         started_at = self.now()
         if coalesce:
             pending = self.coalescer.submit(state.name, left)
-            self.under_way[state.name] = pending.done
+            self.under_way[state.name] = pending
             pending.sent.wait(self.options.request_timeout_ms / 1000)
         else:
             pending = _Pending(state.name, left)
