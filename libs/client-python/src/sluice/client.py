@@ -313,6 +313,9 @@ class Sluice:
     ``max_attempts`` (every dependency's defaults).
     """
 
+    #: The policies this client makes (the asyncio client's are coroutine-based).
+    _policy_class: Any = Dependency
+
     def __init__(
         self,
         base_urls: Union[str, Sequence[str]],
@@ -344,7 +347,7 @@ class Sluice:
         )  # fmt: skip
         self._engine = Engine(options, clock)
         self._defaults = {"deadline_ms": deadline_ms, "max_attempts": max_attempts}
-        self._policies: Dict[str, Dependency] = {}
+        self._policies: Dict[str, Any] = {}
         #: Before each retry's backoff, for every dependency.
         self.on_retry: Hook[RetryEvent] = Hook()
         #: When a call gives up, for every dependency.
@@ -429,9 +432,9 @@ class Sluice:
             raise RuntimeError("this Sluice client is closed")
         plain = max_attempts is None and deadline_ms is None and attempt_timeout_ms is None and not idempotent and not retry_when_serving_retry and not classify
         if plain and name in self._policies:
-            return self._policies[name]
+            return cast(Dependency, self._policies[name])
         state = self._engine.dependency(check_name("a dependency name", name))
-        policy = Dependency(
+        policy = self._policy_class(
             name, state, self._engine, self.on_retry, self.on_give_up,
             max_attempts=max_attempts or int(self._defaults["max_attempts"]),
             deadline_ms=deadline_ms or int(self._defaults["deadline_ms"]),
@@ -440,7 +443,7 @@ class Sluice:
         )  # fmt: skip
         if plain:
             self._policies[name] = policy
-        return policy
+        return cast(Dependency, policy)
 
     def retry(self, dependency: str, *, idempotent: Optional[bool] = None, deadline_ms: Optional[int] = None, max_attempts: Optional[int] = None) -> Callable[[F], F]:
         """A decorator: every call of the function goes through ``dependency``'s policy.
