@@ -124,14 +124,14 @@ def test_reports_accumulate_and_are_restored_when_undelivered() -> None:
     state.record_outcome(1001, 12, failed=True)
     state.record_outcome(1002, 3, failed=False)
     state.record_retry_succeeded(1002)
-    report = state.take_report(send_retries_succeeded=False)
+    report = state.take_report(send_retries_succeeded=False, now=1002)
     assert {k: report[k] for k in ("requests", "successes", "failures", "slow")} == {"requests": 1, "successes": 1, "failures": 1, "slow": 0}
     assert "retriesSucceeded" not in report
     assert sum(report["latency"]["counts"]) == 2 and len(report["latency"]["counts"]) == len(report["latency"]["boundsMs"]) + 1
     assert not state.has_pending
     state.restore_report(report, 1000)
     state.record_retry_succeeded(1003)
-    again = state.take_report(send_retries_succeeded=True)
+    again = state.take_report(send_retries_succeeded=True, now=1003)
     assert again["requests"] == 1 and again["retriesSucceeded"] == 1
 
 

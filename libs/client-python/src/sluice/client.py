@@ -99,8 +99,7 @@ class Policy:
         left = call.deadline_at - now
         fixed = self.attempt_timeout_ms
         timeout = min(left, auto_timeout_ms(self.state.p99) if fixed == "auto" else float(fixed))
-        deadline_ms = max(1, int(timeout))
-        return context.AttemptInfo(call.launched, deadline_ms, call.headers(deadline_ms))
+        return context.AttemptInfo(call.launched, max(1, int(timeout)), call.key)
 
     def needs_admission(self, bstate: str) -> bool:
         return self.state.limited or bstate not in ("closed", "forced_closed")
@@ -111,6 +110,8 @@ class Policy:
     def outcome(self, value: Any, error: Optional[BaseException]) -> "tuple[Optional[BaseException], Optional[Failure], bool]":
         """(the attempt's error or None, its classification, whether it is the dependency's failure)."""
         if error is None:
+            if type(value).__module__ == "builtins":
+                return None, None, False
             error = response_failure(value)
             if error is None:
                 return None, None, False
@@ -118,8 +119,12 @@ class Policy:
         return error, failure, is_dependency_failure(failure)
 
     def record(self, call: Call, started: float, failed: bool) -> None:
-        now = self.engine.now()
-        self.engine.record_outcome(self.state, now, now - started, failed, call.granted_retry and not failed)
+        engine = self.engine
+        now = engine.now()
+        with engine.lock:
+            self.state.record_outcome(now, now - started, failed)
+            if call.granted_retry and not failed:
+                self.state.record_retry_succeeded(now)
 
     def retrying(self, call: Call, delay_ms: int, error: BaseException) -> None:
         call.granted_retry = True
@@ -191,15 +196,18 @@ class Dependency(Policy):
                 now = engine.now()
             call.launched += 1
             if call.launched == 1:
-                engine.record_request(self.state, now)
+                with engine.lock:
+                    self.state.record_request(now)
             value: Any = None
             raised: Optional[BaseException] = None
-            with context.attempt_scope(self.attempt_info(call, now)):
-                started = engine.now()
-                try:
-                    value = fn()
-                except Exception as exc:  # noqa: BLE001 - classified below
-                    raised = exc
+            token = context._attempt.set(self.attempt_info(call, now))
+            started = now
+            try:
+                value = fn()
+            except Exception as exc:  # noqa: BLE001 - classified below
+                raised = exc
+            finally:
+                context._attempt.reset(token)
             error, failure, failed = self.outcome(value, raised)
             self.record(call, started, failed)
             if admission is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import time
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, Iterator, Mapping, Optional
 
 from .core.call import ATTEMPT_HEADER, DEADLINE_HEADER, IDEMPOTENCY_KEY_HEADER
@@ -28,13 +28,26 @@ class IncomingRequest:
     no_retry: Optional[str] = None
 
 
-@dataclass(frozen=True)
 class AttemptInfo:
-    """The attempt under way: its number, what it may take (ms) and the headers to forward."""
+    """The attempt under way: its number, what it may take (ms) and the headers to forward
+    (``sluice-deadline-ms``, ``sluice-attempt``, ``Idempotency-Key``)."""
 
-    attempt: int
-    deadline_ms: int
-    headers: Dict[str, str] = field(default_factory=dict)
+    __slots__ = ("attempt", "deadline_ms", "key")
+
+    def __init__(self, attempt: int, deadline_ms: int, key: Optional[str] = None) -> None:
+        self.attempt = attempt
+        self.deadline_ms = deadline_ms
+        self.key = key
+
+    @property
+    def headers(self) -> Dict[str, str]:
+        headers = {DEADLINE_HEADER: str(max(0, int(self.deadline_ms))), ATTEMPT_HEADER: str(self.attempt)}
+        if self.key is not None:
+            headers[IDEMPOTENCY_KEY_HEADER] = self.key
+        return headers
+
+    def __repr__(self) -> str:
+        return f"AttemptInfo(attempt={self.attempt}, deadline_ms={self.deadline_ms}, key={self.key!r})"
 
 
 _incoming: ContextVar[Optional[IncomingRequest]] = ContextVar("sluice_incoming", default=None)
@@ -67,7 +80,7 @@ def outgoing_headers() -> Dict[str, str]:
     """
     attempt = _attempt.get()
     if attempt is not None:
-        return dict(attempt.headers)
+        return attempt.headers
     request = _incoming.get()
     if request is not None and request.deadline_at is not None:
         return {DEADLINE_HEADER: str(max(0, int(request.deadline_at - time.time() * 1000)))}

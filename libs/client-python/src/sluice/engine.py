@@ -256,9 +256,9 @@ class Engine:
         return self.link.fallback and self.options.fallback == "local"
 
     def breaker_state(self, state: DependencyState, now: float) -> str:
+        if not self.link.fallback:
+            return state.fleet_state(now)  # reads only: no lock
         with self.lock:
-            if not self.link.fallback:
-                return state.fleet_state(now)
             if self.options.fallback == "local":
                 return state.local.state(now)
             return "closed" if self.options.fallback == "fail-open" else state.fleet_state(now)
@@ -458,7 +458,7 @@ class Engine:
                     if not state.has_pending:
                         continue
                     since = state.pending_since
-                    report = state.take_report(self._sends_retries_succeeded(state))
+                    report = state.take_report(self._sends_retries_succeeded(state), now)
                     if now - since <= MAX_REPORT_AGE_MS:
                         taken.append((state, report, since))
             for start in range(0, len(taken), MAX_REPORT_ENTRIES):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
 from ..errors import BreakerOpenError, DeadlineExceededError, GiveUpError, LimitedError
@@ -35,7 +35,6 @@ class Call:
     #: The last retry was granted (by the fleet or the fallback): its success is counted once.
     granted_retry: bool = False
     last_error: Optional[BaseException] = None
-    extra: Dict[str, Any] = field(default_factory=dict)
 
     def headers(self, attempt_deadline_ms: float) -> Dict[str, str]:
         """The headers an attempt forwards: its deadline, its number and the idempotency key."""

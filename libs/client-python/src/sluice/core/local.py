@@ -48,7 +48,9 @@ class LocalGuard:
         policy: Callable[[], DependencyPolicy],
         share: Callable[[], float],
         on_transition: Callable[[str, str], None],
+        catch_up: Callable[[float], None] = lambda now: None,
     ) -> None:
+        self._catch_up = catch_up
         self._policy = policy
         self._share = share
         self._on_transition = on_transition
@@ -58,9 +60,20 @@ class LocalGuard:
         self._probes = 0
 
     def record_request(self, now: float) -> None:
-        self._budget.add(_second(now), self._policy().retry_budget.window_seconds, "requests", 1)
+        self.count(now, 1, 0)
+
+    def count(self, now: float, requests: int, successes: int) -> None:
+        """First attempts and plain successes counted elsewhere, handed over in one batch."""
+        policy = self._policy()
+        second = _second(now)
+        if requests:
+            self._budget.add(second, policy.retry_budget.window_seconds, "requests", requests)
+        if successes:
+            self._outcomes.add(second, policy.breaker.window_seconds, "successes", successes)
 
     def record_outcome(self, now: float, failed: bool, slow: bool) -> None:
+        """An attempt's outcome; a failed or slow one may open the breaker (plain successes come in batches)."""
+        self._catch_up(now)
         policy = self._policy().breaker
         second, window = _second(now), policy.window_seconds
         self._outcomes.add(second, window, "successes", 0 if failed else 1)
@@ -125,6 +138,7 @@ class LocalGuard:
 
     def decide_retry(self, attempt: int, deadline_ms: Optional[float], retry_after_ms: Optional[float], now: float, random: RandomSource) -> Verdict:
         """May this process retry on its own? The coordinator's rules on local counts, its floor scaled by the share."""
+        self._catch_up(now)
         policy = self._policy()
         delay = backoff_delay(policy.backoff, attempt, random, retry_after_ms)
         state = self.state(now)

@@ -90,7 +90,9 @@ class DependencyState:
         self.samples = 0
         self.probes: List[Dict[str, Any]] = []
         self.pending_since = 0.0
-        self.local = LocalGuard(lambda: self.fallback_policy, lambda: self.share, self._local_transition)
+        self._fed_requests = self._fed_successes = 0
+        self.slow_call_ms = DEFAULT_POLICY.breaker.slow_call_ms
+        self.local = LocalGuard(lambda: self.fallback_policy, lambda: self.share, self._local_transition, self.feed_local)
 
     # --- the fleet's view -------------------------------------------------------------------
     @property
@@ -142,6 +144,7 @@ class DependencyState:
         latency = view.get("latency")
         p99 = latency.get("p99") if isinstance(latency, dict) else None
         self.p99 = float(p99) if isinstance(p99, (int, float)) else None
+        self.slow_call_ms = self.fallback_policy.breaker.slow_call_ms
         self.etag = etag
         self.last_read_at = now
         self.apply_breaker(view.get("breaker"))
@@ -172,10 +175,19 @@ class DependencyState:
             self.pending_since = now
 
     def record_request(self, now: float) -> None:
-        """A first attempt went out: the budget's deposit."""
-        self._pending(now)
+        """A first attempt went out: the budget's deposit (the local guard gets it in the next batch)."""
+        if self.pending_since == 0:
+            self.pending_since = now
         self.requests += 1
-        self.local.record_request(now)
+
+    def feed_local(self, now: float) -> None:
+        """Hands the local guard the first attempts and plain successes counted since it was last fed,
+        as one batch: at every report, and before it weighs a failure or decides a retry."""
+        requests = self.requests - self._fed_requests
+        successes = self.successes - self._fed_successes
+        if requests or successes:
+            self._fed_requests, self._fed_successes = self.requests, self.successes
+            self.local.count(now, requests, successes)
 
     def record_own_retry(self, now: float) -> None:
         """A retry went out on the local fallback's grant: the fleet's budget is charged in the next report."""
@@ -183,14 +195,20 @@ class DependencyState:
         self.own_retries += 1
 
     def record_outcome(self, now: float, latency_ms: float, failed: bool) -> None:
-        self._pending(now)
+        """An attempt ended; a failed or slow one goes to the local guard at once (it may open its breaker)."""
+        if self.pending_since == 0:
+            self.pending_since = now
         self.counts[bucket_of(latency_ms)] += 1
         self.samples += 1
-        slow = latency_ms >= self.fallback_policy.breaker.slow_call_ms
+        slow = latency_ms >= self.slow_call_ms
+        if not failed and not slow:
+            self.successes += 1
+            return
         if failed:
             self.failures += 1
         else:
             self.successes += 1
+            self._fed_successes += 1  # handed over below, with its slowness
         if slow:
             self.slow += 1
         self.local.record_outcome(now, failed, slow)
@@ -204,8 +222,9 @@ class DependencyState:
     def has_pending(self) -> bool:
         return self.pending_since != 0
 
-    def take_report(self, send_retries_succeeded: bool) -> Dict[str, Any]:
-        """The pending counts as one ``POST /reports`` entry; the counts start afresh."""
+    def take_report(self, send_retries_succeeded: bool, now: float) -> Dict[str, Any]:
+        """The pending counts as one ``POST /reports`` entry; the counts start afresh (the local guard keeps them)."""
+        self.feed_local(now)
         report: Dict[str, Any] = {
             "dep": self.name,
             "requests": self.requests,
@@ -223,6 +242,7 @@ class DependencyState:
             report["probes"] = self.probes
         self.requests = self.successes = self.failures = self.slow = self.samples = 0
         self.own_retries = self.retries_succeeded = 0
+        self._fed_requests = self._fed_successes = 0
         self.counts = [0] * (len(LATENCY_BOUNDS_MS) + 1)
         self.probes = []
         self.pending_since = 0
@@ -232,6 +252,8 @@ class DependencyState:
         """Puts back a report that could not be delivered (its probes are dropped: their leases expire)."""
         self.requests += report["requests"]
         self.successes += report["successes"]
+        self._fed_requests += report["requests"]  # the local guard already has these
+        self._fed_successes += report["successes"]
         self.failures += report["failures"]
         self.slow += report["slow"]
         self.own_retries += report.get("retries", 0)

@@ -32,8 +32,12 @@ class SlidingWindow:
 
     def __init__(self) -> None:
         self._buckets: Dict[int, Dict[str, float]] = {}
+        self._pruned = (-1, -1)
 
     def _prune(self, second: int, window_seconds: int) -> None:
+        if self._pruned == (second, window_seconds):
+            return
+        self._pruned = (second, window_seconds)
         oldest = second - window_seconds + 1
         for at in [at for at in self._buckets if at < oldest or at > second]:
             del self._buckets[at]
@@ -51,3 +55,4 @@ class SlidingWindow:
 
     def clear(self) -> None:
         self._buckets.clear()
+        self._pruned = (-1, -1)
