@@ -158,7 +158,13 @@ class ScriptedDependency:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 1024  # a storm's connections all come at once
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # a client that gave up on its attempt closed the connection: nothing to say
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self
