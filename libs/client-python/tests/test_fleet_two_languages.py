@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 class Peer:
     def __init__(self, spec: Dict[str, Any]) -> None:
         env = {"PATH": os.environ.get("PATH", ""), "SLUICE_SDK": str(ROOT / "dist" / "libs" / "client" / "src" / "index.js")}
-        self.process = subprocess.Popen([NODE, os.path.join(HERE, "fleet_peer.js"), json.dumps(spec)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        self.process = subprocess.Popen([NODE, os.path.join(HERE, "fleet_peer.mjs"), json.dumps(spec)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
 
     def ask(self, command: Dict[str, Any]) -> Dict[str, Any]:
         assert self.process.stdin is not None and self.process.stdout is not None

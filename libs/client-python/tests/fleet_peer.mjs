@@ -3,11 +3,21 @@
 //   {"op": "fail", "calls": 6}  → calls whose every attempt fails with a 503, one after another
 //   {"op": "call"}              → one call that would succeed; its outcome
 //   {"op": "wait_breaker", "state": "forced_open"}
-const { createInterface } = require('node:readline');
+import { createRequire } from 'node:module';
+import { createInterface } from 'node:readline';
+
+const require = createRequire(import.meta.url);
 const { Sluice, isGiveUpError } = require(process.env.SLUICE_SDK);
 
 const spec = JSON.parse(process.argv[2]);
-const sluice = new Sluice({ baseUrls: spec.baseUrls, namespace: spec.namespace, token: spec.token, reporter: 'peer-ts', decisionTimeoutMs: 500, logger: false });
+const sluice = new Sluice({
+  baseUrls: spec.baseUrls,
+  namespace: spec.namespace,
+  token: spec.token,
+  reporter: 'peer-ts',
+  decisionTimeoutMs: 500,
+  logger: false,
+});
 const dependency = sluice.dependency(spec.dep, { maxAttempts: 3 });
 let grants = 0;
 dependency.onRetry(() => grants++);
@@ -17,7 +27,11 @@ const outcome = async (fn) => {
     await dependency.execute(fn, { idempotent: true, deadlineMs: 5000 });
     return { ok: true };
   } catch (error) {
-    return { ok: false, reason: isGiveUpError(error) ? error.reason : 'other', operatorReason: error.operatorReason ?? null };
+    return {
+      ok: false,
+      reason: isGiveUpError(error) ? error.reason : 'other',
+      operatorReason: error.operatorReason ?? null,
+    };
   }
 };
 const lines = createInterface({ input: process.stdin });
@@ -25,7 +39,14 @@ lines.on('line', async (line) => {
   const command = JSON.parse(line);
   if (command.op === 'fail') {
     const reasons = [];
-    for (let i = 0; i < command.calls; i++) reasons.push((await outcome(() => { throw failing(); })).reason);
+    for (let i = 0; i < command.calls; i++)
+      reasons.push(
+        (
+          await outcome(() => {
+            throw failing();
+          })
+        ).reason,
+      );
     process.stdout.write(JSON.stringify({ grants, reasons }) + '\n');
   } else if (command.op === 'call') {
     process.stdout.write(JSON.stringify(await outcome(() => 'ok')) + '\n');
