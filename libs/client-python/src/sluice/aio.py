@@ -28,7 +28,7 @@ from typing import Any, Awaitable, Callable, Dict, Optional, Sequence, TypeVar, 
 
 from . import context
 from .client import Policy, Sluice
-from .core.call import Call, after_verdict, give_up_before_asking, retry_ask
+from .core.call import Call
 from .core.classification import Classifier
 from .errors import DeadlineExceededError
 
@@ -94,26 +94,12 @@ class AsyncDependency(Policy):
                     raised.__cause__ = timeout
                 except Exception as exc:  # noqa: BLE001 - classified below
                     raised = exc
-            error, failure, failed = self.outcome(value, raised)
-            self.record(call, started, failed)
-            if admission is not None:
-                engine.settle_admission(self.state, admission, not failed)
-            if error is None or failure is None:
+            failing = self.attempt_ended(call, started, value, raised, admission)
+            if failing is None:
                 return cast(T, value)
-            call.last_error = error
-            now = engine.now()
-            stop = give_up_before_asking(call, error, failure, now)
-            if stop is not None:
-                if stop is error:
-                    raise error
-                raise self.giving_up(stop)
-            verdict = await loop.run_in_executor(None, engine.retry, self.state, retry_ask(call, failure, now))
-            now = engine.now()
-            stop, delay = after_verdict(call, verdict, error, failure, now, engine.breaker_facts(self.state, now))
-            if stop is not None:
-                raise self.giving_up(stop)
-            self.retrying(call, delay, error)
-            await asyncio.sleep(delay / 1000)
+            error, failure = failing
+            verdict = await loop.run_in_executor(None, engine.retry, self.state, self.ask_for(call, error, failure))
+            await asyncio.sleep(self.granted_delay(call, verdict, error, failure) / 1000)
             now = engine.now()
 
     async def _admit(self, call: Call, bstate: str) -> Dict[str, Any]:

@@ -15,6 +15,7 @@ from . import context
 from ._options import check_name, make_options
 from .core.call import Call, admission_refusal, auto_timeout_ms, after_verdict, give_up_before_asking, retry_ask
 from .core.classification import Classifier, Failure, classify, is_dependency_failure, response_failure
+from .core.local import Verdict
 from .core.policy import BackoffPolicy
 from .core.state import DependencyState
 from .engine import Engine, epoch_ms
@@ -118,6 +119,38 @@ class Policy:
         failure = classify(error, self.classifiers)
         return error, failure, is_dependency_failure(failure)
 
+    def attempt_ended(
+        self, call: Call, started: float, value: Any, raised: Optional[BaseException], admission: Optional[Dict[str, Any]]
+    ) -> "Optional[tuple[BaseException, Failure]]":
+        """Counts the attempt's outcome and settles its admission: None on success, else (error, failure)."""
+        error, failure, failed = self.outcome(value, raised)
+        self.record(call, started, failed)
+        if admission is not None:
+            self.engine.settle_admission(self.state, admission, not failed)
+        if error is None or failure is None:
+            return None
+        call.last_error = error
+        return error, failure
+
+    def ask_for(self, call: Call, error: BaseException, failure: Failure) -> Dict[str, Any]:
+        """The retry ask for the coordinator; raises the give-up that comes before asking instead."""
+        now = self.engine.now()
+        stop = give_up_before_asking(call, error, failure, now)
+        if stop is not None:
+            if stop is error:
+                raise error
+            raise self.giving_up(stop)
+        return retry_ask(call, failure, now)
+
+    def granted_delay(self, call: Call, verdict: Verdict, error: BaseException, failure: Failure) -> int:
+        """The wait before the granted retry (announced); raises the give-up a denial is instead."""
+        now = self.engine.now()
+        stop, delay = after_verdict(call, verdict, error, failure, now, self.engine.breaker_facts(self.state, now))
+        if stop is not None:
+            raise self.giving_up(stop)
+        self.retrying(call, delay, error)
+        return delay
+
     def record(self, call: Call, started: float, failed: bool) -> None:
         engine = self.engine
         now = engine.now()
@@ -208,26 +241,12 @@ class Dependency(Policy):
                 raised = exc
             finally:
                 context._attempt.reset(token)
-            error, failure, failed = self.outcome(value, raised)
-            self.record(call, started, failed)
-            if admission is not None:
-                engine.settle_admission(self.state, admission, not failed)
-            if error is None or failure is None:
+            failing = self.attempt_ended(call, started, value, raised, admission)
+            if failing is None:
                 return cast(T, value)
-            call.last_error = error
-            now = engine.now()
-            stop = give_up_before_asking(call, error, failure, now)
-            if stop is not None:
-                if stop is error:
-                    raise error
-                raise self.giving_up(stop)
-            verdict = engine.retry(self.state, retry_ask(call, failure, now))
-            now = engine.now()
-            stop, delay = after_verdict(call, verdict, error, failure, now, engine.breaker_facts(self.state, now))
-            if stop is not None:
-                raise self.giving_up(stop)
-            self.retrying(call, delay, error)
-            time.sleep(delay / 1000)
+            error, failure = failing
+            verdict = engine.retry(self.state, self.ask_for(call, error, failure))
+            time.sleep(self.granted_delay(call, verdict, error, failure) / 1000)
             now = engine.now()
 
     def urlopen(
