@@ -37,7 +37,7 @@ describe.each([
       allow: true,
       reason: 'granted',
       delayMs: expect.any(Number),
-      budget: { retries: 1, requests: 100, limit, windowSeconds: 10 },
+      budget: { retries: 1, retriesSucceeded: 0, requests: 100, limit, cap: 0.5 * 100 + 10 * 10, windowSeconds: 10 },
       breaker: { state: 'closed' },
       shadow: false,
     });
@@ -132,7 +132,15 @@ describe.each([
 
   it('reads a dependency never seen as empty under the default policy', async () => {
     const res = await request(server).get('/v1/shop/deps/never-seen').expect(200);
-    expect(res.body.budget).toEqual({ retries: 0, requests: 0, limit: 100, windowSeconds: 10 });
+    expect(res.body.budget).toEqual({
+      mode: 'adaptive',
+      retries: 0,
+      retriesSucceeded: 0,
+      requests: 0,
+      limit: 100,
+      cap: 100,
+      windowSeconds: 10,
+    });
     expect(res.body.latency).toEqual({ p50: null, p95: null, p99: null, count: 0 });
   });
 

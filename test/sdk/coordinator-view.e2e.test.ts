@@ -58,7 +58,7 @@ describe('parsing the latency a coordinator serves (a fake coordinator, for this
     namespace: 'shop',
     dependency: 'search',
     breaker: { state: 'closed', since: null, openUntil: null, reason: null, failureRate: 0, slowRate: 0, calls: 0 },
-    budget: { retries: 0, requests: 0, limit: 100, windowSeconds: 10 },
+    budget: { mode: 'adaptive', retries: 0, retriesSucceeded: 0, requests: 0, limit: 100, cap: 100, windowSeconds: 10 },
     reporters: 1,
     usage: { leases: 0, rateRemaining: null },
     latency: { p50: 8, p95: 40, p99: 120, count: 1000 },

@@ -11,7 +11,7 @@ export function grantedDecision(overrides: Partial<RetryDecision> = {}): RetryDe
     allow: true,
     reason: 'granted',
     delayMs: 1,
-    budget: { retries: 1, requests: 10, limit: 100, windowSeconds: 10 },
+    budget: { retries: 1, retriesSucceeded: 0, requests: 10, limit: 100, cap: 100, windowSeconds: 10 },
     breaker: { state: 'closed' },
     shadow: false,
     ...overrides,

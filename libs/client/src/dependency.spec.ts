@@ -69,7 +69,7 @@ const retryDecision = (verdict: RetryVerdict): RetryDecision => ({
   allow: verdict.allow,
   reason: verdict.reason as RetryDecision['reason'],
   delayMs: verdict.delayMs,
-  budget: { retries: 0, requests: 0, limit: 10, windowSeconds: 10 },
+  budget: { retries: 0, retriesSucceeded: 0, requests: 0, limit: 10, cap: 10, windowSeconds: 10 },
   breaker: verdict.breaker
     ? { state: verdict.breaker.state, openUntil: verdict.breaker.openUntil, reason: verdict.breaker.operatorReason }
     : { state: 'closed' },
@@ -181,7 +181,15 @@ function setup(
           namespace: 'shop',
           dependency: 'pay',
           breaker: { state: 'closed', since: 0, openUntil: null, reason: null, failureRate: 0, slowRate: 0, calls: 0 },
-          budget: { retries: 0, requests: 0, limit: 100, windowSeconds: 10 },
+          budget: {
+            mode: 'adaptive',
+            retries: 0,
+            retriesSucceeded: 0,
+            requests: 0,
+            limit: 100,
+            cap: 100,
+            windowSeconds: 10,
+          },
           reporters: 1,
           usage: { leases: 0, rateRemaining: null },
           latency: { p50: null, p95: null, p99: null, count: 0 },

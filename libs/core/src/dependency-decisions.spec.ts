@@ -39,7 +39,14 @@ describe('decideRetry', () => {
   it('grants up to ratio × requests, counting each grant, then denies budget_exhausted without counting', () => {
     const state = createDependencyState();
     recordOutcomes(state, batch({ requests: 20, successes: 20 }), { budgetWindowSeconds: 10, breaker }, NOW);
-    expect(decideRetry(state, retry, NOW).budget).toEqual({ retries: 1, requests: 20, limit: 2, windowSeconds: 10 });
+    expect(decideRetry(state, retry, NOW).budget).toEqual({
+      retries: 1,
+      retriesSucceeded: 0,
+      requests: 20,
+      limit: 2,
+      cap: 10,
+      windowSeconds: 10,
+    });
     expect(decideRetry(state, retry, NOW).verdict).toBe('granted');
     const denied = decideRetry(state, retry, NOW);
     expect(denied).toMatchObject({ verdict: 'budget_exhausted', budget: { retries: 2 } });
@@ -56,7 +63,10 @@ describe('decideRetry', () => {
 
   it('answers a kept grant as it was, counting nothing', () => {
     const state = createDependencyState();
-    const kept = { delayMs: 7, budget: { retries: 5, requests: 9, limit: 6, windowSeconds: 10 } };
+    const kept = {
+      delayMs: 7,
+      budget: { retries: 5, retriesSucceeded: 0, requests: 9, limit: 6, cap: 6, windowSeconds: 10 },
+    };
     expect(decideRetry(state, retry, NOW, kept)).toMatchObject({ verdict: 'granted', ...kept });
     expect(state.budget.sum(Math.floor(NOW / 1000), 10).retries).toBe(0);
   });
@@ -147,7 +157,7 @@ describe('applyBreakerAction and readDependencyState', () => {
     const read = readDependencyState(state, { budget, outcomeWindowSeconds: 10 }, NOW + 1000);
     expect(read.breaker.transitions).toEqual([{ from: 'forced_open', to: 'closed' }]);
     expect(read.outcomes).toEqual({ successes: 0, failures: 0, slow: 0 });
-    expect(read.budget).toEqual({ retries: 0, requests: 10, limit: 1, windowSeconds: 10 });
+    expect(read.budget).toEqual({ retries: 0, retriesSucceeded: 0, requests: 10, limit: 1, cap: 5, windowSeconds: 10 });
     const unknown = readDependencyState(undefined, { budget, outcomeWindowSeconds: 10 }, NOW);
     expect(unknown.latency).toHaveLength(29);
     expect(unknown.breaker.record.state).toBe('closed');

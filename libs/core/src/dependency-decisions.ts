@@ -23,7 +23,7 @@ import {
 import { gcraTake } from './gcra';
 import { LATENCY_FIELDS, latencyQuantile } from './latency-histogram';
 import { budgetRetryAfterMs, breakerRetryAfterMs } from './retry-after';
-import { retryBudgetLimit } from './retry-budget';
+import { budgetView, retryFits } from './retry-budget';
 import { epochSecond } from './sliding-window';
 
 /**
@@ -73,15 +73,14 @@ export function decideRetry(
   if (kept)
     return { verdict: 'granted', delayMs: kept.delayMs, budget: { ...kept.budget }, breaker, retryAfterMs: null };
   const { budget: policy, delayMs, deadlineMs } = input;
-  const { requests, retries } = state.budget.sum(second, policy.windowSeconds);
-  const limit = retryBudgetLimit(policy, requests);
+  const counts = state.budget.sum(second, policy.windowSeconds);
   let verdict: RetryBudgetVerdict = 'granted';
   if (blocksCalls(state.breaker.state)) verdict = 'breaker_open';
   else if (deadlineMs !== undefined && delayMs + fleetP99(state, second, input.latencyWindowSeconds) > deadlineMs) {
     verdict = 'deadline_exceeded';
-  } else if (retries + 1 > limit) verdict = 'budget_exhausted';
+  } else if (!retryFits(policy, counts.retries, counts.requests, counts.retriesSucceeded)) verdict = 'budget_exhausted';
   else state.budget.add(second, policy.windowSeconds, { retries: 1 });
-  const counted = retries + (verdict === 'granted' ? 1 : 0);
+  const counted = counts.retries + (verdict === 'granted' ? 1 : 0);
   let retryAfterMs: number | null = null;
   if (verdict === 'breaker_open') retryAfterMs = breakerRetryAfterMs(state.breaker, now);
   else if (verdict === 'budget_exhausted') {
@@ -93,7 +92,7 @@ export function decideRetry(
   return {
     verdict,
     delayMs,
-    budget: { retries: counted, requests, limit, windowSeconds: policy.windowSeconds },
+    budget: budgetView(policy, { ...counts, retries: counted }),
     breaker,
     retryAfterMs,
   };
@@ -205,6 +204,8 @@ export interface OutcomeBatch {
   slow: number;
   /** Retries made without the fleet's grant (a client's local fallback): charged to the budget. */
   retries?: number;
+  /** Retries (granted by the fleet or the local fallback) that succeeded: an adaptive budget gives their grants back. */
+  retriesSucceeded?: number;
   probes: ProbeOutcome[];
   /** Latency counts on the fixed bounds (LATENCY_BOUNDS_MS, plus the overflow bucket). */
   latency?: number[];
@@ -260,8 +261,9 @@ export function recordOutcomes(
     state.latency.add(second, windowSeconds, Object.fromEntries(LATENCY_FIELDS.map((f, i) => [f, counts[i] ?? 0])));
   }
   const retries = batch.retries ?? 0;
-  if (batch.requests + retries > 0) {
-    state.budget.add(second, policy.budgetWindowSeconds, { requests: batch.requests, retries });
+  const retriesSucceeded = batch.retriesSucceeded ?? 0;
+  if (batch.requests + retries + retriesSucceeded > 0) {
+    state.budget.add(second, policy.budgetWindowSeconds, { requests: batch.requests, retries, retriesSucceeded });
   }
   const entered = machine.transitions.length > 0 ? machine.record.state : undefined;
   if (entered === 'closed' || entered === 'open') {

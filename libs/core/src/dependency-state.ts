@@ -2,7 +2,7 @@ import type { BudgetView, DependencyUsage, RateLimitPolicy, RetryBudgetPolicy } 
 import { BreakerMachine, CLOSED_BREAKER, type BreakerRecord, type BreakerTransition } from './breaker';
 import { gcraBacklog, type GcraCell } from './gcra';
 import { LATENCY_FIELDS } from './latency-histogram';
-import { retryBudgetLimit } from './retry-budget';
+import { budgetView } from './retry-budget';
 import { SlidingWindowCounter, epochSecond } from './sliding-window';
 
 /**
@@ -10,8 +10,8 @@ import { SlidingWindowCounter, epochSecond } from './sliding-window';
  * change in place; in Redis, the keys of one hash tag (libs/store keys.ts), changed by the Lua twins.
  */
 export interface DependencyState {
-  /** First attempts (`requests`) and retries over the budget window. */
-  budget: SlidingWindowCounter<'requests' | 'retries'>;
+  /** First attempts (`requests`), retries and the retries that succeeded over the budget window. */
+  budget: SlidingWindowCounter<BudgetField>;
   outcomes: SlidingWindowCounter<'successes' | 'failures' | 'slow'>;
   /** Reporter → last report of a failed or slow call (epoch ms). */
   reporters: Map<string, number>;
@@ -27,6 +27,10 @@ export interface DependencyState {
   /** Latency counts on the fixed bounds (LATENCY_FIELDS). */
   latency: SlidingWindowCounter<string>;
 }
+
+/** The counters of the budget window. */
+export const BUDGET_FIELDS = ['requests', 'retries', 'retriesSucceeded'] as const;
+export type BudgetField = (typeof BUDGET_FIELDS)[number];
 
 /** A breaker after an operation, with the transitions that operation made (at most one call makes each). */
 export interface BreakerSnapshot {
@@ -68,7 +72,7 @@ export type BreakerAction =
 
 export function createDependencyState(): DependencyState {
   return {
-    budget: new SlidingWindowCounter(['requests', 'retries']),
+    budget: new SlidingWindowCounter(BUDGET_FIELDS),
     outcomes: new SlidingWindowCounter(['successes', 'failures', 'slow']),
     reporters: new Map(),
     activeReporters: new Map(),
@@ -131,11 +135,11 @@ export function readDependencyState(
   const second = epochSecond(now);
   const { windowSeconds } = policy.budget;
   const machine = state ? settleBreaker(state, now) : new BreakerMachine({ ...CLOSED_BREAKER });
-  const { requests, retries } = state?.budget.sum(second, windowSeconds) ?? { requests: 0, retries: 0 };
+  const counts = state?.budget.sum(second, windowSeconds) ?? { requests: 0, retries: 0, retriesSucceeded: 0 };
   const outcomes = state?.outcomes.sum(second, policy.outcomeWindowSeconds) ?? { successes: 0, failures: 0, slow: 0 };
   const latency = state?.latency.sum(second, policy.outcomeWindowSeconds);
   return {
-    budget: { retries, requests, limit: retryBudgetLimit(policy.budget, requests), windowSeconds },
+    budget: budgetView(policy.budget, counts),
     outcomes,
     reporters: countReportersAfter(state?.activeReporters, now - windowSeconds * 1000),
     usage: {

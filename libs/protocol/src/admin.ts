@@ -39,8 +39,10 @@ export type NamespaceList = ItemList<NamespaceItem>;
 export interface BudgetItem {
   dependency: string;
   retries: number;
+  retriesSucceeded: number;
   requests: number;
   limit: number;
+  cap: number;
   exhausted: boolean;
 }
 

@@ -1,5 +1,5 @@
 /** GET /v1/{ns}/deps/{dep} */
-import type { DependencyPolicy } from './policy';
+import type { BudgetMode, DependencyPolicy } from './policy';
 import type { BreakerState, BudgetView } from './retry';
 
 export interface BreakerDetail {
@@ -28,11 +28,16 @@ export interface DependencyUsage {
   rateRemaining: number | null;
 }
 
+/** The budget in the dependency view: the decision's budget, and how it counts. */
+export interface DependencyBudgetView extends BudgetView {
+  mode: BudgetMode;
+}
+
 export interface DependencyView {
   namespace: string;
   dependency: string;
   breaker: BreakerDetail;
-  budget: BudgetView;
+  budget: DependencyBudgetView;
   /** Distinct reporters (client processes) that reported it within the budget window. */
   reporters: number;
   usage: DependencyUsage;

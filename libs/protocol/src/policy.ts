@@ -5,10 +5,23 @@ import { MAX_IDEMPOTENCY_RETENTION_SECONDS } from './bounds';
 export const POLICY_MODES = ['enforce', 'shadow'] as const;
 export type PolicyMode = (typeof POLICY_MODES)[number];
 export const JITTER_KINDS = ['full', 'decorrelated', 'none'] as const;
+/**
+ * How a retry budget counts: `fixed` grants while `retries < limit`; `adaptive` also gives back the
+ * grant of each retry that succeeded (reported as `retriesSucceeded`), under the cap `maxRatio` sets.
+ */
+export const BUDGET_MODES = ['adaptive', 'fixed'] as const;
+export type BudgetMode = (typeof BUDGET_MODES)[number];
 export type JitterKind = (typeof JITTER_KINDS)[number];
 
 export interface RetryBudgetPolicy {
+  /** Absent: `adaptive`. */
+  mode?: BudgetMode;
   ratio: number;
+  /**
+   * Adaptive only: the cap is `floor(maxRatio × requests + minRetriesPerSecond × windowSeconds)`,
+   * the most retries the window holds however many succeed. Absent: 0.5; never below `ratio`.
+   */
+  maxRatio?: number;
   minRetriesPerSecond: number;
   windowSeconds: number;
   maxAttempts: number;
@@ -71,7 +84,14 @@ export type DependencyPolicyOverride = {
 
 export const DEFAULT_DEPENDENCY_POLICY: Readonly<DependencyPolicy> = Object.freeze({
   mode: 'enforce',
-  retryBudget: { ratio: 0.1, minRetriesPerSecond: 10, windowSeconds: 10, maxAttempts: 3 },
+  retryBudget: {
+    mode: 'adaptive',
+    ratio: 0.1,
+    maxRatio: 0.5,
+    minRetriesPerSecond: 10,
+    windowSeconds: 10,
+    maxAttempts: 3,
+  },
   backoff: { baseMs: 50, capMs: 2000, jitter: 'full' },
   breaker: {
     failureRateThreshold: 0.5,
@@ -98,12 +118,18 @@ export function mergeDependencyPolicy(
   if (!override) return base;
   return {
     mode: override.mode ?? base.mode,
-    retryBudget: { ...base.retryBudget, ...override.retryBudget },
+    retryBudget: retryBudgetWithCap({ ...base.retryBudget, ...override.retryBudget }),
     backoff: { ...base.backoff, ...override.backoff },
     breaker: { ...base.breaker, ...override.breaker },
     rateLimit: override.rateLimit === undefined ? base.rateLimit : override.rateLimit,
     concurrency: override.concurrency === undefined ? base.concurrency : override.concurrency,
   };
+}
+
+/** The budget with its `maxRatio` raised to its `ratio` where an overlay left it below. */
+function retryBudgetWithCap(budget: RetryBudgetPolicy): RetryBudgetPolicy {
+  const { ratio, maxRatio } = budget;
+  return maxRatio !== undefined && maxRatio < ratio ? { ...budget, maxRatio: ratio } : budget;
 }
 
 /** A queue's policy document (docs/api.md, Policy documents): attempts before dead-lettering, and backoff. */

@@ -24,6 +24,11 @@ export interface DependencyReport {
    * its last report: charged to the fleet's budget, so a fallback cannot spend it twice.
    */
   retries?: number;
+  /**
+   * Retries granted to this reporter (by the coordinator or its local fallback) whose attempt
+   * succeeded, since its last report: an adaptive budget gives each one's grant back.
+   */
+  retriesSucceeded?: number;
   latency?: LatencyHistogram;
   probes?: ProbeOutcome[];
 }

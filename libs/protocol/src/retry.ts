@@ -28,9 +28,17 @@ export const RETRY_REASONS = [
 export type RetryReason = (typeof RETRY_REASONS)[number];
 
 export interface BudgetView {
+  /** Retries granted (or charged) in the window. */
   retries: number;
+  /** Of those, the ones reported to have succeeded (`retriesSucceeded` in reports) in the window. */
+  retriesSucceeded: number;
   requests: number;
   limit: number;
+  /**
+   * The most retries the window may hold: `floor(maxRatio × requests + minRetriesPerSecond ×
+   * windowSeconds)` under an adaptive budget, the limit under a fixed one.
+   */
+  cap: number;
   windowSeconds: number;
 }
 

@@ -112,7 +112,7 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
     it('reads a dependency never seen as empty, with the floor as its limit', async () => {
       const snapshot = await store.readDependency(freshRef(), READ);
       expect(snapshot).toEqual({
-        budget: { retries: 0, requests: 0, limit: 100, windowSeconds: 10 },
+        budget: { retries: 0, retriesSucceeded: 0, requests: 0, limit: 100, cap: 100, windowSeconds: 10 },
         outcomes: NO_OUTCOMES,
         reporters: 0,
         usage: { leases: 0, rateRemaining: null },

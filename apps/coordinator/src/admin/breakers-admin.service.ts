@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { retryFits } from '@sluice/core';
 import type { BreakerActionResult, BreakerItem, BudgetItem } from '@sluice/protocol';
 import type { BreakerAction, BreakerSnapshot, DependencyRef, Store } from '@sluice/store';
 import { AuditService } from '../audit/audit.service';
@@ -50,12 +51,14 @@ export class BreakersAdminService {
 
   async budgets(namespace: string): Promise<BudgetItem[]> {
     const snapshots = await this.readAll(namespace);
-    return snapshots.map(({ dependency, snapshot: { budget } }) => ({
+    return snapshots.map(({ dependency, policy, snapshot: { budget } }) => ({
       dependency,
       retries: budget.retries,
+      retriesSucceeded: budget.retriesSucceeded,
       requests: budget.requests,
       limit: budget.limit,
-      exhausted: budget.retries >= budget.limit,
+      cap: budget.cap,
+      exhausted: !retryFits(policy.retryBudget, budget.retries, budget.requests, budget.retriesSucceeded),
     }));
   }
 
@@ -70,7 +73,7 @@ export class BreakersAdminService {
     const snapshot = await this.store.readDependency(ref, readPolicyOf(policy));
     this.registry.markRegistered(ref); // the store listed it
     this.breakerMetrics.observe(ref, snapshot.breaker);
-    return { dependency: ref.dependency, snapshot };
+    return { dependency: ref.dependency, policy, snapshot };
   }
 }
 

@@ -43,7 +43,10 @@ export class DependencyViewService {
 
   async read(ref: DependencyRef): Promise<DependencyView> {
     const policy = await this.policies.forDependency(ref.namespace, ref.dependency);
-    const { budget, outcomes, reporters, usage, breaker, latency } = await this.store.readDependency(ref, readPolicyOf(policy));
+    const { budget, outcomes, reporters, usage, breaker, latency } = await this.store.readDependency(
+      ref,
+      readPolicyOf(policy),
+    );
     this.breakerMetrics.observe(ref, breaker);
     const percentiles = this.percentiles(ref, latency, this.registry.isRegistered(ref));
     const calls = outcomes.successes + outcomes.failures;
@@ -59,7 +62,7 @@ export class DependencyViewService {
         slowRate: calls === 0 ? 0 : outcomes.slow / calls,
         calls,
       },
-      budget,
+      budget: { ...budget, mode: policy.retryBudget.mode ?? 'adaptive' },
       reporters,
       usage,
       latency: percentiles,

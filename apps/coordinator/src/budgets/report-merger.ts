@@ -130,6 +130,7 @@ function mergeInto(gathered: Gathered, batch: OutcomeBatch): void {
   merged.failures += batch.failures;
   merged.slow += batch.slow;
   merged.retries = (merged.retries ?? 0) + (batch.retries ?? 0);
+  merged.retriesSucceeded = (merged.retriesSucceeded ?? 0) + (batch.retriesSucceeded ?? 0);
   merged.probes.push(...batch.probes);
   if (batch.latency) {
     const into = (merged.latency ??= batch.latency.map(() => 0));

@@ -103,6 +103,17 @@ export class DependencyReportDto implements DependencyReport {
   retries?: number;
 
   @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(MAX_COUNT)
+  @JSONSchema({
+    description:
+      'Retries granted to this reporter (by the coordinator or its local fallback) whose attempt succeeded, ' +
+      'since the last report: an adaptive budget gives each one\u2019s grant back.',
+  })
+  retriesSucceeded?: number;
+
+  @IsOptional()
   @IsObject()
   @ValidateNested()
   @Type(() => LatencyHistogramDto)

@@ -41,6 +41,7 @@ export class ReportsService {
             failures: entry.failures,
             slow: entry.slow,
             retries: entry.retries ?? 0,
+            retriesSucceeded: entry.retriesSucceeded ?? 0,
             probes: entry.probes ?? [],
             latency: entry.latency && rebucket(entry.latency.boundsMs, entry.latency.counts),
           },
@@ -76,6 +77,7 @@ function mergeByDependency(entries: DependencyReport[]): Array<{ entry: Dependen
     existing.entry.failures += entry.failures;
     existing.entry.slow += entry.slow;
     existing.entry.retries = (existing.entry.retries ?? 0) + (entry.retries ?? 0);
+    existing.entry.retriesSucceeded = (existing.entry.retriesSucceeded ?? 0) + (entry.retriesSucceeded ?? 0);
     existing.entry.probes = [...(existing.entry.probes ?? []), ...(entry.probes ?? [])];
     existing.entry.latency = mergeHistograms(existing.entry.latency, entry.latency);
   });

@@ -3,6 +3,7 @@ import {
   ADMIT_REASONS,
   BODY_ENCODINGS,
   BREAKER_STATES,
+  BUDGET_MODES,
   ERROR_CODES,
   IDEMPOTENCY_STATES,
   JITTER_KINDS,
@@ -28,6 +29,7 @@ import {
   type DeadLetter,
   type DeadLetterPage,
   type DeliveryAttemptResponse,
+  type DependencyBudgetView,
   type DependencyPolicy,
   type DependencyUsage,
   type DependencyView,
@@ -88,6 +90,7 @@ export interface ResponseComponents {
   InFlightBody: IdempotencyInFlightBody;
   BreakerSummary: BreakerSummary;
   BudgetView: BudgetView;
+  DependencyBudgetView: DependencyBudgetView;
   RetryDecision: RetryDecision;
   RetryBatchDecision: RetryBatchDecision;
   AdmitDecision: AdmitDecision;
@@ -179,14 +182,29 @@ const BreakerSummarySchema = objectSchema<BreakerSummary>(
   { description: 'The breaker as the decision saw it.' },
 );
 
-const BudgetViewSchema = objectSchema<BudgetView>(
-  {
-    retries: integer('Retries granted in the window.'),
-    requests: integer('First attempts reported in the window (the deposits).'),
-    limit: integer('floor(ratio × requests + minRetriesPerSecond × windowSeconds).'),
-    windowSeconds: integer('The budget window.'),
-  },
-  { description: 'The retry budget of a dependency, fleet-wide.' },
+const BUDGET_VIEW_PROPERTIES = {
+  retries: integer('Retries granted (or charged by a local fallback) in the window.'),
+  retriesSucceeded: integer(
+    'Of those, the retries reported to have succeeded (reports’ `retriesSucceeded`) in the window.',
+  ),
+  requests: integer('First attempts reported in the window (the deposits).'),
+  limit: integer('floor(ratio × requests + minRetriesPerSecond × windowSeconds).'),
+  cap: integer(
+    'The most retries the window holds however many succeed: floor(maxRatio × requests + minRetriesPerSecond × ' +
+      'windowSeconds) under an adaptive budget, the limit under a fixed one.',
+  ),
+  windowSeconds: integer('The budget window.'),
+};
+
+const BUDGET_VIEW_DESCRIPTION =
+  'The retry budget of a dependency, fleet-wide. Fixed: a retry is granted while retries < limit. Adaptive: ' +
+  'while max(retries − retriesSucceeded, 0) < limit and retries < cap.';
+
+const BudgetViewSchema = objectSchema<BudgetView>(BUDGET_VIEW_PROPERTIES, { description: BUDGET_VIEW_DESCRIPTION });
+
+const DependencyBudgetViewSchema = objectSchema<DependencyBudgetView>(
+  { ...BUDGET_VIEW_PROPERTIES, mode: string('How the budget counts.', { enum: BUDGET_MODES }) },
+  { description: BUDGET_VIEW_DESCRIPTION },
 );
 
 const RetryDecisionSchema = objectSchema<RetryDecision>({
@@ -282,7 +300,20 @@ const LatencySummarySchema = objectSchema<LatencySummary>(
 );
 
 const RetryBudgetPolicySchema = objectSchema<RetryBudgetPolicy>({
+  mode: optional(
+    string(
+      '`adaptive` (default): a retry that succeeded gives its grant back, under the cap maxRatio sets; ' +
+        '`fixed`: grant while retries < limit.',
+      { enum: BUDGET_MODES },
+    ),
+  ),
   ratio: number(),
+  maxRatio: optional(
+    number(
+      'Adaptive only: the cap is floor(maxRatio × requests + minRetriesPerSecond × windowSeconds). Default 0.5; ' +
+        'never below ratio (a document that sets it below is refused).',
+    ),
+  ),
   minRetriesPerSecond: number(),
   windowSeconds: integer(),
   maxAttempts: integer('Every attempt counts, the first included.'),
@@ -341,7 +372,7 @@ const DependencyViewSchema = objectSchema<DependencyView>({
   namespace: string(),
   dependency: string(),
   breaker: ref('BreakerDetail'),
-  budget: ref('BudgetView'),
+  budget: ref('DependencyBudgetView'),
   reporters: integer('Distinct reporters (client processes) that reported it within the budget window.'),
   usage: ref('DependencyUsage'),
   latency: ref('LatencySummary'),
@@ -449,9 +480,11 @@ const NamespaceItemSchema = objectSchema<NamespaceItem>({
 const BudgetItemSchema = objectSchema<BudgetItem>({
   dependency: string(),
   retries: integer('Retries granted in the window.'),
+  retriesSucceeded: integer('Of those, the retries reported to have succeeded.'),
   requests: integer('First attempts reported in the window.'),
   limit: integer('The budget\u2019s limit.'),
-  exhausted: boolean('retries ≥ limit: retries are being denied budget_exhausted.'),
+  cap: integer('The most retries the window holds however many succeed (the limit under a fixed budget).'),
+  exhausted: boolean('No retry fits now: retries are being denied budget_exhausted.'),
 });
 
 const AuditEntrySchema = objectSchema<AuditEntry>({
@@ -511,6 +544,7 @@ export const RESPONSE_SCHEMAS: { [K in keyof ResponseComponents]: DescribedObjec
   InFlightBody: InFlightBodySchema,
   BreakerSummary: BreakerSummarySchema,
   BudgetView: BudgetViewSchema,
+  DependencyBudgetView: DependencyBudgetViewSchema,
   RetryDecision: RetryDecisionSchema,
   RetryBatchDecision: RetryBatchSchema,
   AdmitDecision: AdmitDecisionSchema,

@@ -32,7 +32,14 @@ describe('policies file', () => {
     expect(await policies.forDependency('shop', 'payments-api')).toEqual({
       ...DEFAULT_DEPENDENCY_POLICY,
       mode: 'shadow',
-      retryBudget: { ratio: 0.3, minRetriesPerSecond: 10, windowSeconds: 20, maxAttempts: 2 },
+      retryBudget: {
+        mode: 'adaptive',
+        ratio: 0.3,
+        maxRatio: 0.5,
+        minRetriesPerSecond: 10,
+        windowSeconds: 20,
+        maxAttempts: 2,
+      },
       backoff: { baseMs: 50, capMs: 2000, jitter: 'decorrelated' },
     });
     expect((await policies.forDependency('shop', 'search')).retryBudget.maxAttempts).toBe(3);
@@ -107,7 +114,9 @@ describe('policies file', () => {
     const file = readPoliciesFile(join(__dirname, '../../../../deploy/policies.example.yaml'));
     const policies = await seeded(file);
     expect((await policies.forDependency('shop', 'payments-api')).retryBudget).toEqual({
+      mode: 'adaptive',
       ratio: 0.05,
+      maxRatio: 0.5,
       minRetriesPerSecond: 10,
       windowSeconds: 10,
       maxAttempts: 2,

@@ -21,8 +21,9 @@ export type PolicyValidation = Validation<DependencyPolicyOverride>;
 
 /**
  * Validates a dependency policy document (or part of one) field by field; `path` prefixes field
- * names. Rules across fields (backoff.capMs ≥ baseMs, breaker.maxOpenMs ≥ openMs) are checked on
- * the document overlaid on `base`, the policy it will be overlaid on; `base` null skips them.
+ * names. Rules across fields (backoff.capMs ≥ baseMs, breaker.maxOpenMs ≥ openMs, a stated
+ * retryBudget.maxRatio ≥ ratio) are checked on the document overlaid on `base`, the policy it will
+ * be overlaid on; `base` null skips them.
  */
 export function validatePolicyOverride(
   plain: unknown,
@@ -31,7 +32,7 @@ export function validatePolicyOverride(
 ): PolicyValidation {
   const fields = validateFields(DependencyPolicyDto, plain, path);
   if (!fields.ok || base === null) return fields;
-  const crossField = crossFieldProblems(mergeDependencyPolicy(base, fields.policy), path);
+  const crossField = crossFieldProblems(mergeDependencyPolicy(base, fields.policy), path, fields.policy);
   return crossField.length > 0 ? { ok: false, problems: crossField } : fields;
 }
 

@@ -3,12 +3,14 @@ import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsNumber, IsObject, IsOptional, Max, Min, ValidateIf, ValidateNested } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 import {
+  BUDGET_MODES,
   JITTER_KINDS,
   MAX_DURATION_MS,
   MAX_IDEMPOTENCY_RETENTION_SECONDS,
   POLICY_MODES,
   type BackoffPolicy,
   type BreakerPolicy,
+  type BudgetMode,
   type ConcurrencyPolicy,
   type DependencyPolicyOverride,
   type IdempotencyPolicy,
@@ -23,10 +25,20 @@ import {
 /** Every section is optional: omitted fields take the defaults (docs/api.md, Policy documents). */
 export class RetryBudgetPolicyDto implements Partial<RetryBudgetPolicy> {
   @IsOptional()
+  @IsIn(BUDGET_MODES)
+  mode?: BudgetMode;
+
+  @IsOptional()
   @IsNumber({ allowNaN: false, allowInfinity: false })
   @Min(0)
   @Max(1)
   ratio?: number;
+
+  @IsOptional()
+  @IsNumber({ allowNaN: false, allowInfinity: false })
+  @Min(0)
+  @Max(1)
+  maxRatio?: number;
 
   @IsOptional()
   @IsNumber({ allowNaN: false, allowInfinity: false })

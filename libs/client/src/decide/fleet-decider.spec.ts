@@ -8,7 +8,9 @@ import { TimeoutWatch } from '../timeout-watch';
 import { FleetDecider } from './fleet-decider';
 import { grantedDecision } from '../../../../test/support/decisions';
 
-const GRANT = grantedDecision({ budget: { retries: 1, requests: 10, limit: 5, windowSeconds: 10 } });
+const GRANT = grantedDecision({
+  budget: { retries: 1, retriesSucceeded: 0, requests: 10, limit: 5, cap: 5, windowSeconds: 10 },
+});
 
 /** A coalescing decider on a manual clock, whose coordinator answers each ask with `decide`. */
 function deciderFor(decide: (request: RetryRequest) => Promise<RetryDecision>) {

@@ -7,7 +7,10 @@ const TIMEOUTS = { timeoutMs: 1000, reAskWithinMs: 50 };
 
 /** A decision that says which ask it answers. */
 const answer = (ask: RetryRequest): RetryDecision =>
-  grantedDecision({ delayMs: ask.attempt, budget: { retries: 0, requests: 0, limit: 0, windowSeconds: 10 } });
+  grantedDecision({
+    delayMs: ask.attempt,
+    budget: { retries: 0, retriesSucceeded: 0, requests: 0, limit: 0, cap: 0, windowSeconds: 10 },
+  });
 
 /** A coordinator that records what it was asked; `refuse` says which batches it answers 400. */
 function coordinator(refuse: (asks: RetryAsk[]) => boolean = () => false) {

@@ -16,6 +16,8 @@ export class Attempt implements AttemptContext, Expiring {
   abandoned = false;
   /** Set once the attempt's outcome has been counted. */
   settled = false;
+  /** Sent on a retry the budget granted: its success is reported as a retry that succeeded. */
+  retryGranted = false;
   /** Cancels the attempt when the caller's signal aborts (set while it listens). */
   onCallerAbort: (() => void) | undefined = undefined;
   expiresAt: number;

@@ -28,6 +28,7 @@ export async function hedgedRound<T>(
   if (early) return valueOf(early);
   const hedge = await hedgeAdmission(policy, call);
   if (!hedge || first.settled) {
+    call.retryGranted = false;
     if (hedge) abandonAdmission(policy, hedge);
     return valueOf(await firstOutcome);
   }
@@ -55,6 +56,7 @@ async function hedgeAdmission(policy: CallPolicy, call: Call): Promise<Admission
     abandonAdmission(policy, answer);
     return undefined;
   }
+  call.retryGranted = verdict.reason === 'granted';
   return answer;
 }
 

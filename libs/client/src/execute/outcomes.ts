@@ -23,9 +23,12 @@ export function launch(
   const { runtime, fleet } = policy;
   const number = ++call.launched;
   if (number === 1) fleet.recordRequest(start);
+  const retryGranted = call.retryGranted;
+  call.retryGranted = false;
   const timeoutMs = Math.max(1, Math.min(policy.attemptTimeoutMs, call.deadlineAt - start));
   const realStart = runtime.realClock ? start : Date.now();
   const attempt = new Attempt(policy, call, work, number, timeoutMs, hedge, start, admission, realStart);
+  attempt.retryGranted = retryGranted;
   const signal = call.signal;
   if (signal) {
     attempt.onCallerAbort = () => attempt.cancel(signal.reason);
@@ -34,22 +37,34 @@ export function launch(
   return attempt;
 }
 
-/** The attempt answered: its success counted, and what it held given back. */
+/** The attempt answered: its success counted (a granted retry's too), and what it held given back. */
 export function succeeded(policy: CallPolicy, call: Call, attempt: Attempt): void {
-  settle(policy, call, attempt, false);
+  settle(policy, call, attempt, false, attempt.retryGranted);
 }
 
 /** The attempt failed (or timed out, or was cancelled): counted as the dependency's failure when it is one. */
 export function failed(policy: CallPolicy, call: Call, attempt: Attempt, error: unknown): void {
   if (attempt.settled) return;
-  settle(policy, call, attempt, !attempt.abandoned && isDependencyFailure(classify(error, policy.options.classifiers)));
+  settle(
+    policy,
+    call,
+    attempt,
+    !attempt.abandoned && isDependencyFailure(classify(error, policy.options.classifiers)),
+    false,
+  );
 }
 
 /**
  * Counts an attempt's outcome once (an abandoned one counts nothing), reports a probe's at once,
- * and gives back its permit (lease, local slot).
+ * and gives back its permit (lease, local slot). `retrySucceeded`: it answered on a granted retry.
  */
-function settle(policy: CallPolicy, call: Call, attempt: Attempt, dependencyFailed: boolean): void {
+function settle(
+  policy: CallPolicy,
+  call: Call,
+  attempt: Attempt,
+  dependencyFailed: boolean,
+  retrySucceeded: boolean,
+): void {
   if (attempt.settled) return;
   attempt.settled = true;
   const { runtime, fleet } = policy;
@@ -63,6 +78,7 @@ function settle(policy: CallPolicy, call: Call, attempt: Attempt, dependencyFail
   }
   const now = runtime.clock.now();
   fleet.recordOutcome(now, now - attempt.startedAt, dependencyFailed);
+  if (retrySucceeded) fleet.recordRetrySucceeded(now);
   if (probe !== undefined) probeSettled(runtime, fleet, probe, !dependencyFailed);
 }
 

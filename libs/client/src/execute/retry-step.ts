@@ -34,6 +34,8 @@ export async function retryStep(policy: CallPolicy, call: Call, error: unknown):
   }
   const delayMs = Math.max(verdict.delayMs, Math.ceil(failure.retryAfterMs ?? 0));
   if (clock.now() + delayMs >= call.deadlineAt) throw deadlineExceeded();
+  // Only a retry the budget counted is given back when it succeeds (not one a shadow policy let through).
+  call.retryGranted = verdict.reason === 'granted';
   policy.retrying({ dependency: name, attempt: call.launched + 1, delayMs, error, hedge: false });
   await sleep(delayMs, call.signal);
 }

@@ -127,6 +127,7 @@ function newCall(policy: CallPolicy, options: ExecuteOptions, now: number): Call
     signal,
     request,
     launched: 0,
+    retryGranted: false,
     cost,
     lastError: undefined,
   };

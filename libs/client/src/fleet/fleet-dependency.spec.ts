@@ -6,7 +6,7 @@ const view = (state: DependencyView['breaker']['state'], openUntil: number | nul
   namespace: 'shop',
   dependency: 'pay',
   breaker: { state, since: 0, openUntil, reason: null, failureRate: 0, slowRate: 0, calls: 0 },
-  budget: { retries: 0, requests: 0, limit: 100, windowSeconds: 10 },
+  budget: { mode: 'adaptive', retries: 0, retriesSucceeded: 0, requests: 0, limit: 100, cap: 100, windowSeconds: 10 },
   reporters: 1,
   usage: { leases: 0, rateRemaining: null },
   latency: { p50: 5, p95: 40, p99: 120, count: 100 },

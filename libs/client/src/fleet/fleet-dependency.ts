@@ -77,6 +77,8 @@ export class FleetDependency {
   slow = 0;
   /** Retries made on this process's own grant (its fallback decided): the fleet's budget is charged. */
   ownRetries = 0;
+  /** Granted retries (by the fleet or the fallback) whose attempt answered: an adaptive budget gives them back. */
+  retriesSucceeded = 0;
   samples = 0;
   counts = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0);
   probes: ProbeOutcome[] = [];
@@ -217,6 +219,13 @@ export class FleetDependency {
     this.ownRetries++;
   }
 
+  /** A retry granted by the fleet or the fallback answered: reported, and given back to the local budget too. */
+  recordRetrySucceeded(now: number): void {
+    if (this.pendingSince === 0) this.pendingSince = now;
+    this.retriesSucceeded++;
+    this.local.countRetrySucceeded(now);
+  }
+
   /**
    * An attempt ended: `failed` when it was the dependency's failure. A plain success is only
    * counted here (the local guard gets it in the next batch); a failed or slow outcome goes to the
@@ -269,9 +278,11 @@ export class FleetDependency {
       slow: this.slow,
     };
     if (this.ownRetries > 0) report.retries = this.ownRetries;
+    if (this.retriesSucceeded > 0) report.retriesSucceeded = this.retriesSucceeded;
     if (this.samples > 0) report.latency = { boundsMs: REPORTED_BOUNDS_MS, counts: this.counts };
     if (this.probes.length > 0) report.probes = this.probes;
     this.requests = this.successes = this.failures = this.slow = this.samples = this.ownRetries = 0;
+    this.retriesSucceeded = 0;
     this.localFedRequests = this.localFedSuccesses = 0;
     this.counts = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0);
     this.probes = [];
@@ -289,6 +300,7 @@ export class FleetDependency {
     this.failures += report.failures;
     this.slow += report.slow;
     this.ownRetries += report.retries ?? 0;
+    this.retriesSucceeded += report.retriesSucceeded ?? 0;
     if (report.latency) {
       report.latency.counts.forEach((count, slot) => (this.counts[slot] += count));
       this.samples += report.latency.counts.reduce((sum, count) => sum + count, 0);

@@ -34,7 +34,7 @@ export interface LocalRetryVerdict {
  * ({@link adopt}).
  */
 export class LocalGuard {
-  private readonly budget = new SlidingWindowCounter(['requests', 'retries'] as const);
+  private readonly budget = new SlidingWindowCounter(['requests', 'retries', 'retriesSucceeded'] as const);
   private readonly outcomes = new SlidingWindowCounter(['successes', 'failures', 'slow'] as const);
   private machine = new BreakerMachine({ ...CLOSED_BREAKER });
   private probesInFlight = 0;
@@ -148,6 +148,15 @@ export class LocalGuard {
   }
 
   /**
+   * A granted retry (the coordinator's or this fallback's, both counted above) answered: under an
+   * adaptive budget it gives its grant back, as the coordinator's budget does.
+   */
+  countRetrySucceeded(now: number): void {
+    this.settlePending(now);
+    this.budget.add(secondOf(now), this.policy().retryBudget.windowSeconds, { retriesSucceeded: 1 });
+  }
+
+  /**
    * Takes the fleet breaker's last known state as this breaker's own, without announcing a change
    * (what callers saw was already that state). Fed every call, the local breaker would otherwise
    * take over with its own view: open or half-open on a dependency the fleet has seen recover, or
@@ -189,8 +198,9 @@ export class LocalGuard {
     };
     this.settlePending(now);
     const second = secondOf(now);
-    const { requests, retries } = this.budget.sum(second, budget.windowSeconds);
-    if (!retryFits(budget, retries, requests)) return deny('budget_exhausted');
+    const { requests, retries, retriesSucceeded } = this.budget.sum(second, budget.windowSeconds);
+    // The floor scaled to this process's share scales the cap's floor alike: its own cap share.
+    if (!retryFits(budget, retries, requests, retriesSucceeded)) return deny('budget_exhausted');
     this.budget.add(second, budget.windowSeconds, { retries: 1 });
     return { allow: true, reason: 'granted', delayMs, breakerState: state };
   }

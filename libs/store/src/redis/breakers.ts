@@ -2,6 +2,7 @@ import { LATENCY_BOUNDS_MS, type BreakerRecord, type BreakerSnapshot, type Break
 import type { BreakerState } from '@sluice/protocol';
 import type { SluiceKeys } from '../keys';
 import type { BreakerAdminStore } from '../roles/breakers';
+import { budgetFromReply, budgetModeArgs } from './budget-reply';
 import type { ScriptRunner } from './script-runner';
 
 /** Reads the breaker reply tail (breakerReply() in lua/includes/breaker.lua) starting at `offset`. */
@@ -22,7 +23,7 @@ export function breakerFromReply(reply: ReadonlyArray<string | number>, offset: 
   return { record, transitions };
 }
 
-/** Operators' view and actions on a dependency: set_breaker-4.lua and read_dependency-4.lua. */
+/** Operators' view and actions on a dependency: set_breaker-4.lua and read_dependency-7.lua. */
 export function redisBreakers(scripts: ScriptRunner, keys: SluiceKeys): BreakerAdminStore {
   return {
     async setBreaker(ref, action) {
@@ -72,15 +73,16 @@ export function redisBreakers(scripts: ScriptRunner, keys: SluiceKeys): BreakerA
         dependency.events,
         ref.dependency,
         policy.rateLimit ? JSON.stringify(policy.rateLimit) : '',
+        ...budgetModeArgs(budget),
       );
-      const [retries, requests, limit, successes, failures, slow, reporters, leases, rateLeft] = reply.map(Number);
-      const latencyEnd = 9 + LATENCY_BOUNDS_MS.length + 1;
+      const [successes, failures, slow, reporters, leases, rateLeft] = reply.slice(5, 11).map(Number);
+      const latencyEnd = 11 + LATENCY_BOUNDS_MS.length + 1;
       return {
-        budget: { retries, requests, limit, windowSeconds: budget.windowSeconds },
+        budget: budgetFromReply(reply, 0, budget.windowSeconds),
         outcomes: { successes, failures, slow },
         reporters,
         usage: { leases, rateRemaining: rateLeft < 0 ? null : rateLeft },
-        latency: reply.slice(9, latencyEnd).map(Number),
+        latency: reply.slice(11, latencyEnd).map(Number),
         breaker: breakerFromReply(reply, latencyEnd),
       };
     },

@@ -3,6 +3,7 @@ import type { SluiceKeys } from '../keys';
 import { admitOutcomeTtlMs, retryOutcomeTtlMs } from '../request-outcomes';
 import type { AdmitRequest, DecisionStore, RetryBudgetOutcome } from '../roles/decisions';
 import { breakerFromReply } from './breakers';
+import { RETRY_DECISION_VALUES, budgetFromReply, budgetModeArgs } from './budget-reply';
 import { scriptOutcome } from './script-codes';
 import type { ScriptRunner } from './script-runner';
 
@@ -16,19 +17,20 @@ function admissionPolicy({ breaker, rateLimit, concurrency }: AdmitRequest): str
 }
 
 /**
- * One decision of decide_retry-4.lua's or decide_retries-N.lua's reply, from `at`: code, retries,
- * requests, limit, delayMs, retryAfterMs (-1: none).
+ * One decision of decide_retry-4.lua's or decide_retries-N.lua's reply, from `at`: code, the
+ * budget (budgetFromReply), delayMs, retryAfterMs (-1: none).
  */
 export function retryDecisionFromReply(
   reply: Array<string | number>,
   at: number,
   windowSeconds: number,
 ): Omit<RetryBudgetOutcome, 'breaker'> {
-  const [code, retries, requests, limit, delayMs, retryAfterMs] = reply.slice(at, at + 6).map(Number);
+  const code = Number(reply[at]);
+  const [delayMs, retryAfterMs] = reply.slice(at + 6, at + 8).map(Number);
   return {
     verdict: scriptOutcome('decide_retry', code, ['granted', 'budget_exhausted', 'deadline_exceeded', 'breaker_open']),
     delayMs,
-    budget: { retries, requests, limit, windowSeconds },
+    budget: budgetFromReply(reply, at + 1, windowSeconds),
     retryAfterMs: retryAfterMs >= 0 ? retryAfterMs : null,
   };
 }
@@ -55,13 +57,18 @@ export function redisDecisions(scripts: ScriptRunner, keys: SluiceKeys): Omit<De
         request.latencyWindowSeconds ?? DEFAULT_DEPENDENCY_POLICY.breaker.windowSeconds,
         request.requestId ?? '',
         retryOutcomeTtlMs(budget.windowSeconds),
+        ...budgetModeArgs(budget),
       );
-      return { ...retryDecisionFromReply(reply, 0, budget.windowSeconds), breaker: breakerFromReply(reply, 6) };
+      return {
+        ...retryDecisionFromReply(reply, 0, budget.windowSeconds),
+        breaker: breakerFromReply(reply, RETRY_DECISION_VALUES),
+      };
     },
 
     async recordOutcomes(ref, batch, policy) {
       const dependency = keys.dependency(ref.namespace, ref.dependency);
-      const { reporter, requests, successes, failures, slow, retries, probes, latency, reporters } = batch;
+      const { reporter, requests, successes, failures, slow, retries, retriesSucceeded, probes, latency, reporters } =
+        batch;
       const reply = await scripts.run(
         'record_outcomes',
         dependency.budget,
@@ -78,6 +85,7 @@ export function redisDecisions(scripts: ScriptRunner, keys: SluiceKeys): Omit<De
           failures,
           slow,
           retries,
+          retriesSucceeded,
           probes,
           ...(latency ? { latency } : {}),
           ...(reporters && reporters.length > 0 ? { reporters } : {}),

@@ -3,11 +3,9 @@ import type { SluiceKeys } from '../keys';
 import { retryOutcomeTtlMs } from '../request-outcomes';
 import type { DecisionStore, RetryAskOutcome } from '../roles/decisions';
 import { breakerFromReply } from './breakers';
+import { RETRY_DECISION_VALUES as PER_ASK, budgetFromReply, budgetModeArgs } from './budget-reply';
 import { retryDecisionFromReply } from './decisions';
 import type { ScriptRunner } from './script-runner';
-
-/** Values per ask in decide_retries-N.lua's reply (decide_retry-4.lua's before its breaker tail). */
-const PER_ASK = 6;
 
 /** A `read` ask's answer: the budget as it stood, nothing decided. */
 function budgetReadFromReply(
@@ -16,8 +14,7 @@ function budgetReadFromReply(
   delayMs: number,
   windowSeconds: number,
 ): RetryAskOutcome {
-  const [retries, requests, limit] = reply.slice(at + 1, at + 4).map(Number);
-  return { verdict: null, delayMs, budget: { retries, requests, limit, windowSeconds }, retryAfterMs: null };
+  return { verdict: null, delayMs, budget: budgetFromReply(reply, at + 1, windowSeconds), retryAfterMs: null };
 }
 
 /** A batch of retry asks for one dependency: decide_retries-N.lua, one call. */
@@ -37,6 +34,7 @@ export function redisRetryBatches(scripts: ScriptRunner, keys: SluiceKeys): Pick
         ref.dependency,
         request.latencyWindowSeconds ?? DEFAULT_DEPENDENCY_POLICY.breaker.windowSeconds,
         retryOutcomeTtlMs(budget.windowSeconds),
+        ...budgetModeArgs(budget),
       ];
       for (const ask of asks) {
         askKeys.push(requests.retry(ask.requestId));

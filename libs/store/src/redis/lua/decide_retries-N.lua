@@ -16,12 +16,14 @@
     ARGV[5] dependency name
     ARGV[6] latency windowSeconds (the breaker window)
     ARGV[7] how long a grant is kept for a repeat, ms
-    ARGV[8 + 4(i - 1)] .. ARGV[11 + 4(i - 1)] ask i's delayMs, deadlineMs ('' when none; a negative one has passed), request id
+    ARGV[8] budget mode, 'adaptive' or 'fixed'
+    ARGV[9] maxRatio (adaptive only)
+    ARGV[10 + 4(i - 1)] .. ARGV[13 + 4(i - 1)] ask i's delayMs, deadlineMs ('' when none; a negative one has passed), request id
       ('' when none) and mode: 'd' to decide it, 'r' for an ask already denied before the store
-      (only the budget is read, as read_dependency-4.lua reads it)
+      (only the budget is read, as read_dependency-7.lua reads it)
 
-  Output: { <ask 1's code, retries, requests, limit, delayMs, retryAfterMs>, …, <ask k's>,
-    <breaker reply tail> }: six values per ask as decide_retry-4.lua answers them (code 0 for a read),
+  Output: { <ask 1's code, retries, retriesSucceeded, requests, limit, cap, delayMs, retryAfterMs>,
+    …, <ask k's>, <breaker reply tail> }: eight values per ask as decide_retry-4.lua answers them (code 0 for a read),
     then the breaker.
 ]]
 local rcall = redis.call
@@ -34,10 +36,11 @@ local rcall = redis.call
 --- @include "retry_after"
 --- @include "retry_ask"
 
-local dep = retryDependency(ARGV[1], ARGV[2], ARGV[3], ARGV[6], ARGV[7], ARGV[4], ARGV[5])
+local budget = budgetPolicy(ARGV[8], ARGV[1], ARGV[9], ARGV[2], ARGV[3])
+local dep = retryDependency(budget, ARGV[6], ARGV[7], ARGV[4], ARGV[5])
 local reply = {}
 for i = 1, #KEYS - 3 do
-  local at = 8 + 4 * (i - 1)
+  local at = 10 + 4 * (i - 1)
   local decision
   if ARGV[at + 3] == 'r' then
     decision = retryBudgetRead(dep)

@@ -18,8 +18,10 @@
     ARGV[5] event channel
     ARGV[6] dependency name
     ARGV[7] the rate limit policy, cjson { rate, periodMs, burst }; '' without one
+    ARGV[8] budget mode, 'adaptive' or 'fixed'
+    ARGV[9] maxRatio (adaptive only)
 
-  Output: { retries, requests, limit, successes, failures, slow, reporters, leases held,
+  Output: { retries, retriesSucceeded, requests, limit, cap, successes, failures, slow, reporters, leases held,
     rate burst left (-1 without a rate limit), <one count per latency bucket>, <breaker reply tail> }
 ]]
 local rcall = redis.call
@@ -31,9 +33,8 @@ local rcall = redis.call
 --- @include "latency"
 --- @include "gcra"
 
-local ratio = tonumber(ARGV[1])
-local minRetriesPerSecond = tonumber(ARGV[2])
-local budgetWindow = tonumber(ARGV[3])
+local budgetPolicyNow = budgetPolicy(ARGV[8], ARGV[1], ARGV[9], ARGV[2], ARGV[3])
+local budgetWindow = budgetPolicyNow.windowSeconds
 local outcomeWindow = tonumber(ARGV[4])
 
 local second, nowMs = serverTime()
@@ -51,7 +52,7 @@ if ARGV[7] ~= '' then
   rateLeft = math.floor((rate.periodMs * rate.burst - backlog) / rate.periodMs)
 end
 local reply = {
-  budget[2], budget[1], budgetLimit(ratio, minRetriesPerSecond, budgetWindow, budget[1]),
+  budget[2], budget[3], budget[1], budgetPolicyLimit(budgetPolicyNow, budget[1]), budgetCap(budgetPolicyNow, budget[1]),
   outcomes[1], outcomes[2], outcomes[3], reporters, leases, rateLeft,
 }
 for _, count in ipairs(windowSum(KEYS[4], LATENCY_FIELDS, second, outcomeWindow)) do

@@ -1,6 +1,7 @@
 --[[
   Records one reporter's batch for a dependency and runs the breaker on it: first attempts are
-  the budget's deposits, and retries the reporter made on its own grant are charged to it;
+  the budget's deposits, retries the reporter made on its own grant are charged to it, and the
+  retries that succeeded are counted beside them (an adaptive budget gives their grants back);
   outcomes feed the breaker window; probe outcomes move a half-open breaker; a window over its
   thresholds (with the reporter quorum) opens a closed breaker. Counts the reporters of the budget
   window: each client's share of the fleet is 1 / that count.
@@ -14,7 +15,8 @@
     KEYS[6] latency window hash
     KEYS[7] active reporters sorted set (member: reporter, score: last report, epoch ms)
     ARGV[1] the batch, cjson: { reporter, requests (first attempts), successes, failures, slow,
-            retries (made without the fleet's grant; absent: 0), probes = { { token, success }, ... },
+            retries (made without the fleet's grant; absent: 0), retriesSucceeded (retries
+            that succeeded, given back by an adaptive budget; absent: 0), probes = { { token, success }, ... },
             latency = { counts on the fixed bounds } or absent,
             reporters = { { reporter, failing }, ... } for a batch merged from several reports, or
             absent: reporter alone, failing when the batch has failed or slow calls }
@@ -38,6 +40,7 @@ local batch = cjson.decode(ARGV[1])
 local options = cjson.decode(ARGV[2])
 local requests, successes, failures, slow = batch.requests, batch.successes, batch.failures, batch.slow
 local retries = batch.retries or 0
+local retriesSucceeded = batch.retriesSucceeded or 0
 -- The reporters this batch counts for (libs/core reportersOf).
 local batchReporters = batch.reporters
 if batchReporters == nil or #batchReporters == 0 then
@@ -72,8 +75,8 @@ if batch.latency and #batch.latency > 0 then
   windowAdd(KEYS[6], LATENCY_FIELDS, batch.latency, second, outcomeWindow)
 end
 windowPrune(KEYS[1], BUDGET_FIELDS, second, budgetWindow)
-if requests + retries > 0 then
-  windowAdd(KEYS[1], BUDGET_FIELDS, { requests, retries }, second, budgetWindow)
+if requests + retries + retriesSucceeded > 0 then
+  windowAdd(KEYS[1], BUDGET_FIELDS, { requests, retries, retriesSucceeded }, second, budgetWindow)
 end
 local entered = #breaker.transitions > 0 and breaker.state
 local owedClear = breaker.freshWindow

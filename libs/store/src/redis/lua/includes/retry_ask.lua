@@ -1,31 +1,33 @@
 --[[
   One retry ask, as decide_retry-4.lua and decide_retries-N.lua decide it, so a batch answers
   exactly what the same asks one by one would: the kept grant of a repeated request id; else the
-  breaker, the deadline (the delay plus the fleet's p99 must fit in it), then the budget. A grant is
-  counted and, with a request id, kept (fields rt, rq, lim, d: the budget after it and its delay).
+  breaker, the deadline (the delay plus the fleet's p99 must fit in it), then the budget
+  (budgetFits). A grant is counted and, with a request id, kept (fields rt, rs, rq, lim, cap, d:
+  the budget after it and its delay).
   Needs the includes codes, window, budget, breaker, latency and retry_after before it.
 
-  `dep` is the dependency as the script sees it: budgetKey, latencyKey, ratio, minRetriesPerSecond,
-  windowSeconds, latencyWindowSeconds, keepMs, second, nowMs and breaker (breakerNow's); the
-  function caches the window's sums and p99 in it between asks. deadlineMs is nil when the caller
-  has none; a negative one has passed.
-  Returns { code, retries, requests, limit, delayMs, retryAfterMs (-1: none or unknown) }.
+  `dep` is the dependency as the script sees it: budgetKey, latencyKey, budget (budgetPolicy's
+  table), windowSeconds, latencyWindowSeconds, keepMs, second, nowMs and breaker (breakerNow's);
+  the function caches the window's sums and p99 in it between asks. deadlineMs is nil when the
+  caller has none; a negative one has passed.
+  Returns { code, retries, retriesSucceeded, requests, limit, cap, delayMs, retryAfterMs (-1: none
+  or unknown) }.
 
   retryBudgetRead(dep) answers an ask decided before the store (not_retriable, max_attempts, …):
-  { 0, retries, requests, limit, 0, -1 }, the budget as read_dependency-4.lua would read it now.
+  { 0, retries, retriesSucceeded, requests, limit, cap, 0, -1 }, the budget as
+  read_dependency-7.lua would read it now.
 
   retryDependency(...) builds `dep` from KEYS[1] (budget window), KEYS[2] (breaker) and KEYS[3]
   (latency window), which both scripts share, and the policy arguments they pass at their own places.
   Needs the clock include too.
 ]]
-local function retryDependency(ratio, minRetriesPerSecond, windowSeconds, latencyWindowSeconds, keepMs, channel, name)
+local function retryDependency(budget, latencyWindowSeconds, keepMs, channel, name)
   local second, nowMs = serverTime()
   return {
     budgetKey = KEYS[1],
     latencyKey = KEYS[3],
-    ratio = tonumber(ratio),
-    minRetriesPerSecond = tonumber(minRetriesPerSecond),
-    windowSeconds = tonumber(windowSeconds),
+    budget = budget,
+    windowSeconds = budget.windowSeconds,
     latencyWindowSeconds = tonumber(latencyWindowSeconds),
     keepMs = tonumber(keepMs),
     second = second,
@@ -43,18 +45,21 @@ end
 
 local function retryBudgetRead(dep)
   local sums = retryBudgetSums(dep)
-  return { 0, sums[2], sums[1], budgetLimit(dep.ratio, dep.minRetriesPerSecond, dep.windowSeconds, sums[1]), 0, -1 }
+  return { 0, sums[2], sums[3], sums[1], budgetPolicyLimit(dep.budget, sums[1]), budgetCap(dep.budget, sums[1]), 0, -1 }
 end
 
 local function retryAsk(dep, delayMs, deadlineMs, requestId, requestKey)
   if requestId ~= '' then
-    local kept = rcall('HMGET', requestKey, 'rt', 'rq', 'lim', 'd')
+    local kept = rcall('HMGET', requestKey, 'rt', 'rs', 'rq', 'lim', 'cap', 'd')
     if kept[1] then
-      return { CODE.granted, tonumber(kept[1]), tonumber(kept[2]), tonumber(kept[3]), tonumber(kept[4]), -1 }
+      -- A grant kept before the budget had rs and cap: none succeeded, the cap was the limit.
+      local rs, cap = tonumber(kept[2]) or 0, tonumber(kept[5]) or tonumber(kept[4])
+      return { CODE.granted, tonumber(kept[1]), rs, tonumber(kept[3]), tonumber(kept[4]), cap, tonumber(kept[6]), -1 }
     end
   end
-  local requests, retries = retryBudgetSums(dep)[1], dep.sums[2]
-  local limit = budgetLimit(dep.ratio, dep.minRetriesPerSecond, dep.windowSeconds, requests)
+  local sums = retryBudgetSums(dep)
+  local requests, retries, succeeded = sums[1], sums[2], sums[3]
+  local limit, cap = budgetPolicyLimit(dep.budget, requests), budgetCap(dep.budget, requests)
   local code, retryAfterMs = CODE.granted, -1
   if blocksCalls(dep.breaker.state) then
     code = CODE.breaker_open
@@ -69,23 +74,22 @@ local function retryAsk(dep, delayMs, deadlineMs, requestId, requestKey)
     end
     if deadlineMs ~= nil and delayMs + dep.p99 > deadlineMs then
       code = CODE.deadline_exceeded
-    elseif retries + 1 > limit then
+    elseif not budgetFits(dep.budget, requests, retries, succeeded) then
       code = CODE.budget_exhausted
       if not dep.budgetRetryAfterMs then
-        dep.budgetRetryAfterMs = budgetRetryAfterMs(
-          dep.budgetKey, dep.ratio, dep.minRetriesPerSecond, dep.windowSeconds, dep.second, dep.nowMs)
+        dep.budgetRetryAfterMs = budgetRetryAfterMs(dep.budgetKey, dep.budget, dep.second, dep.nowMs)
       end
       retryAfterMs = dep.budgetRetryAfterMs
     else
-      windowAdd(dep.budgetKey, BUDGET_FIELDS, { 0, 1 }, dep.second, dep.windowSeconds)
+      windowAdd(dep.budgetKey, BUDGET_FIELDS, { 0, 1, 0 }, dep.second, dep.windowSeconds)
       retries = retries + 1
       dep.sums[2] = retries
       dep.budgetRetryAfterMs = nil
       if requestId ~= '' then
-        rcall('HSET', requestKey, 'rt', retries, 'rq', requests, 'lim', limit, 'd', delayMs)
+        rcall('HSET', requestKey, 'rt', retries, 'rs', succeeded, 'rq', requests, 'lim', limit, 'cap', cap, 'd', delayMs)
         rcall('PEXPIRE', requestKey, dep.keepMs)
       end
     end
   end
-  return { code, retries, requests, limit, delayMs, retryAfterMs }
+  return { code, retries, succeeded, requests, limit, cap, delayMs, retryAfterMs }
 end
