@@ -5,6 +5,7 @@ import { redisStoreUnderTest, redisStoresUnderTest } from '../../libs/store/test
 import { describeConcurrencyConformance } from '../../libs/store/test/concurrency-conformance';
 import { describeDeadLetterBoundsConformance } from '../../libs/store/test/dead-letter-bounds-conformance';
 import { describeForcedListingConformance } from '../../libs/store/test/forced-listing-conformance';
+import { describeAdaptiveBudgetConformance } from '../../libs/store/test/adaptive-budget-conformance';
 import { describeBreakerConformance } from '../../libs/store/test/breaker-conformance';
 import { describeEdgeConformance } from '../../libs/store/test/edge-conformance';
 import { edgeRedisStoreUnderTest } from '../../libs/store/test/edge-redis-under-test';
@@ -49,6 +50,9 @@ describeEdgeConformance('RedisStore (3-master Cluster)', async () =>
 
 describeRetryBatchConformance('RedisStore (3-master Cluster)', async () =>
   redisStoreUnderTest({ clusterNodes: (await startedCluster()).nodes }, 'cluster-retry-batches'),
+);
+describeAdaptiveBudgetConformance('RedisStore (3-master Cluster)', async () =>
+  redisStoreUnderTest({ clusterNodes: (await startedCluster()).nodes }, 'cluster-adaptive-budgets'),
 );
 
 describeConcurrencyConformance('RedisStore (3-master Cluster, 8 connections)', async () =>

@@ -1,5 +1,6 @@
 import { ManualClock } from '@sluice/core';
 import { MemoryStore } from '../src';
+import { describeAdaptiveBudgetConformance } from './adaptive-budget-conformance';
 import { describeBreakerConformance } from './breaker-conformance';
 import { describeLimitsConformance } from './limits-conformance';
 import { describeMergedReportsConformance } from './merged-reports-conformance';
@@ -11,6 +12,7 @@ const memoryStore = async (): Promise<StoreUnderTest> => {
   return {
     store: new MemoryStore({ clock }),
     pass: async (ms) => clock.advance(ms),
+    now: () => clock.now(),
     cleanup: async () => {},
   };
 };
@@ -20,3 +22,4 @@ describeBreakerConformance('MemoryStore', memoryStore);
 describeLimitsConformance('MemoryStore', memoryStore);
 describeRetryBatchConformance('MemoryStore', memoryStore);
 describeMergedReportsConformance('MemoryStore', memoryStore);
+describeAdaptiveBudgetConformance('MemoryStore', memoryStore);

@@ -3,6 +3,7 @@ import { DEFAULT_DEPENDENCY_POLICY } from '@sluice/protocol';
 import { RedisStore, SluiceKeys } from '../src';
 import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../../../test/support/redis';
 import { redisStoreUnderTest } from './redis-under-test';
+import { describeAdaptiveBudgetConformance } from './adaptive-budget-conformance';
 import { describeBreakerConformance } from './breaker-conformance';
 import { describeLimitsConformance } from './limits-conformance';
 import { describeMergedReportsConformance } from './merged-reports-conformance';
@@ -16,6 +17,9 @@ describeBreakerConformance('RedisStore (standalone)', () => redisStoreUnderTest(
 describeLimitsConformance('RedisStore (standalone)', () => redisStoreUnderTest({ url: SHARED_REDIS_URL }, 'limits'));
 describeRetryBatchConformance('RedisStore (standalone)', () =>
   redisStoreUnderTest({ url: SHARED_REDIS_URL }, 'retry-batches'),
+);
+describeAdaptiveBudgetConformance('RedisStore (standalone)', () =>
+  redisStoreUnderTest({ url: SHARED_REDIS_URL }, 'adaptive-budgets'),
 );
 
 describe('RedisStore keys', () => {

@@ -121,8 +121,13 @@ const twoRefs = (): [DependencyRef, DependencyRef] => {
   ];
 };
 
-async function reportBoth(store: Store, refs: DependencyRef[], requests: number): Promise<void> {
-  for (const ref of refs) await store.recordOutcomes(ref, batch({ requests }), WINDOWS);
+async function reportBoth(
+  store: Store,
+  refs: DependencyRef[],
+  requests: number,
+  retriesSucceeded?: number,
+): Promise<void> {
+  for (const ref of refs) await store.recordOutcomes(ref, batch({ requests, retriesSucceeded }), WINDOWS);
 }
 
 /** decideRetries against decideRetry: the same asks in the same order get the same answers. */
@@ -150,6 +155,28 @@ export function describeRetryBatchConformance(label: string, create: () => Promi
         expectSameAnswers(decided);
         const verdicts = new Set(decided.one.map((decision) => decision.verdict));
         expect(verdicts).toEqual(new Set(['granted', 'budget_exhausted', 'deadline_exceeded', null]));
+      },
+      30_000,
+    );
+
+    it.each([4, 5])(
+      'answers seeded random asks (seed %i) in batches exactly as one by one, with retries that succeeded reported between them',
+      async (seed) => {
+        const random = seededRandom(seed);
+        const refs = twoRefs();
+        await reportBoth(subject.store, refs, 50);
+        const chunks = chunksOf(random, randomAsks(random, 80));
+        // Every third chunk, both sides hear of retries that succeeded: an adaptive budget gives them back.
+        const decided = await decideBothWays(subject, refs, chunks, async (chunk) => {
+          if (chunk > 0 && chunk % 3 === 0) await reportBoth(subject.store, refs, 0, 4);
+        });
+        expectSameAnswers(decided);
+        // The refunds took effect: grants past the limit, and denials after them.
+        const refunded = decided.one.filter(
+          ({ verdict, budget }) => verdict === 'granted' && budget.retries > budget.limit,
+        );
+        expect(refunded.length).toBeGreaterThan(0);
+        expect(decided.one.some(({ verdict }) => verdict === 'budget_exhausted')).toBe(true);
       },
       30_000,
     );

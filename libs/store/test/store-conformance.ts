@@ -22,6 +22,8 @@ export interface StoreUnderTest {
   /** Lets `ms` pass for the store: a fake clock moves, a real one is waited on. */
   pass(ms: number): Promise<void>;
   cleanup(): Promise<void>;
+  /** The store's clock, when it is not the machine's (a fake clock). */
+  now?(): number;
   /** A store with Redis keys: its key names and their PTTL. Without it, time is a fake clock. */
   redis?: { keys: SluiceKeys; pttl(key: string): Promise<number> };
 }
