@@ -54,6 +54,42 @@ describe('LocalGuard (the local fallback)', () => {
     expect(retry()).toMatchObject({ allow: true, reason: 'granted' });
   });
 
+  it('gives back the grants of retries that succeeded, under its own share of the cap', () => {
+    // Share 0.5: floor 0.2 × 10 × 0.5 = 1. 10 requests: limit floor(1 + 1) = 2, cap floor(0.5 × 10 + 1) = 6.
+    const half = new LocalGuard(
+      () => POLICY,
+      () => 0.5,
+      () => undefined,
+    );
+    const ask = () => half.decideRetry({ attempt: 1, idempotent: true }, clock.now(), random).reason;
+    for (let i = 0; i < 10; i++) half.recordRequest(clock.now());
+    expect([ask(), ask(), ask()]).toEqual(['granted', 'granted', 'budget_exhausted']);
+    half.countRetrySucceeded(clock.now());
+    half.countRetrySucceeded(clock.now());
+    expect([ask(), ask(), ask()]).toEqual(['granted', 'granted', 'budget_exhausted']);
+    // However many succeed, 6 retries is this process's cap.
+    for (let i = 0; i < 10; i++) half.countRetrySucceeded(clock.now());
+    expect([ask(), ask(), ask()]).toEqual(['granted', 'granted', 'budget_exhausted']);
+    // Both counters age out with the window.
+    clock.advance(10_000);
+    for (let i = 0; i < 10; i++) half.recordRequest(clock.now());
+    expect([ask(), ask(), ask()]).toEqual(['granted', 'granted', 'budget_exhausted']);
+  });
+
+  it('gives nothing back under a fixed budget', () => {
+    const fixed = mergeDependencyPolicy(POLICY, { retryBudget: { mode: 'fixed' } });
+    const guardOf = new LocalGuard(
+      () => fixed,
+      () => 1,
+      () => undefined,
+    );
+    const ask = () => guardOf.decideRetry({ attempt: 1, idempotent: true }, clock.now(), random).reason;
+    for (let i = 0; i < 10; i++) guardOf.recordRequest(clock.now());
+    expect([ask(), ask(), ask(), ask()]).toEqual(['granted', 'granted', 'granted', 'budget_exhausted']);
+    for (let i = 0; i < 5; i++) guardOf.countRetrySucceeded(clock.now());
+    expect(ask()).toBe('budget_exhausted');
+  });
+
   it('scales the floor by the process share', () => {
     const half = new LocalGuard(
       () => POLICY,
