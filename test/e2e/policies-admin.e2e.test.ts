@@ -174,6 +174,10 @@ describe.each([
     [DEP, { retryBudget: { ratio: 2 } }, 'retryBudget.ratio'],
     [DEP, { retryBudget: { maxAttempts: 0 } }, 'retryBudget.maxAttempts'],
     [DEP, { retryBudget: { windowSeconds: 1.5 } }, 'retryBudget.windowSeconds'],
+    [DEP, { retryBudget: { ratio: 0.3, maxRatio: 0.2 } }, 'retryBudget.maxRatio'],
+    [DEP, { retryBudget: { maxRatio: 0.05 } }, 'retryBudget.maxRatio'],
+    [DEP, { retryBudget: { maxRatio: 1.5 } }, 'retryBudget.maxRatio'],
+    [DEP, { retryBudget: { mode: 'elastic' } }, 'retryBudget.mode'],
     [DEP, { breaker: { halfOpenProbes: 0 } }, 'breaker.halfOpenProbes'],
     [DEP, { breaker: { failureRateThreshold: '0.5' } }, 'breaker.failureRateThreshold'],
     [DEP, { breaker: { openMs: 60000, maxOpenMs: 30000 } }, 'breaker.maxOpenMs'],
@@ -209,6 +213,22 @@ describe.each([
     // baseMs 5000 is over the built-in capMs 2000, but not over this namespace's capMs.
     await put(DEFAULT, { backoff: { capMs: 60000 } }).expect(200);
     await put(DEP, { backoff: { baseMs: 5000 } }).expect(200);
+    await del(DEP).expect(204);
+    await del(DEFAULT).expect(204);
+  });
+
+  it('checks a stated maxRatio against the ratio it overlays; one left out is raised to the ratio', async () => {
+    await put(DEFAULT, { retryBudget: { ratio: 0.4 } }).expect(200);
+    const below = await put(DEP, { retryBudget: { maxRatio: 0.3 } }).expect(400);
+    expect(below.body.details).toEqual([
+      { field: 'retryBudget.maxRatio', message: 'maxRatio must not be below retryBudget.ratio' },
+    ]);
+    await get(DEP).expect(404);
+    await put(DEP, { retryBudget: { mode: 'fixed', maxRatio: 0.4 } }).expect(200);
+    await put(DEP, { retryBudget: { ratio: 0.8 } }).expect(200);
+    const view = await request(server).get('/v1/shop/deps/pay').set(admin).expect(200);
+    expect(view.body.policy.retryBudget).toMatchObject({ mode: 'adaptive', ratio: 0.8, maxRatio: 0.8 });
+    expect(view.body.budget).toMatchObject({ mode: 'adaptive', limit: 100, cap: 100 });
     await del(DEP).expect(204);
     await del(DEFAULT).expect(204);
   });
