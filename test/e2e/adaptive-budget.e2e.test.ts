@@ -134,6 +134,17 @@ describe.each([
     });
   });
 
+  it('counts the retries that succeeded, and shows the cap an exhausted budget stopped at, in /metrics', async () => {
+    const metrics = (await request(server).get('/metrics').expect(200)).text;
+    const sample = (name: string, dependency: string) =>
+      metrics.split('\n').find((line) => line.startsWith(`${name}{namespace="shop",dependency="${dependency}"}`));
+    expect(sample('sluice_retries_succeeded_total', 'adaptive')).toMatch(/ 4$/);
+    expect(sample('sluice_retries_succeeded_total', 'batched')).toMatch(/ 2$/);
+    expect(sample('sluice_retries_succeeded_total', 'fixed')).toMatch(/ 50$/);
+    expect(sample('sluice_retry_budget_cap', 'batched')).toMatch(/ 30$/);
+    expect(sample('sluice_retry_budget_cap', 'fixed')).toMatch(/ 10$/);
+  });
+
   it('refuses a negative or fractional retriesSucceeded, naming it, and records nothing', async () => {
     for (const retriesSucceeded of [-1, 1.5, 'two']) {
       const res = await request(server)

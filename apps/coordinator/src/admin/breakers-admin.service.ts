@@ -7,6 +7,7 @@ import type { Principal } from '../auth/token-registry';
 import { BreakerMetrics } from '../breakers/breaker-metrics';
 import { DependencyRegistry } from '../dependencies/dependency-registry.service';
 import { readPolicyOf } from '../dependencies/read-policy';
+import { MetricsService } from '../metrics/metrics.service';
 import { PolicyService } from '../policies/policy.service';
 import { STORE } from '../store/store.provider';
 import { readInBatches } from './read-in-batches';
@@ -26,6 +27,7 @@ export class BreakersAdminService {
     private readonly registry: DependencyRegistry,
     private readonly audit: AuditService,
     private readonly breakerMetrics: BreakerMetrics,
+    private readonly metrics: MetricsService,
   ) {}
 
   /** Forces or resets the breaker fleet-wide; `known` says whether any caller uses the dependency. */
@@ -51,6 +53,9 @@ export class BreakersAdminService {
 
   async budgets(namespace: string): Promise<BudgetItem[]> {
     const snapshots = await this.readAll(namespace);
+    for (const { dependency, snapshot } of snapshots) {
+      this.metrics.retryBudgetCap.set({ namespace, dependency }, snapshot.budget.cap);
+    }
     return snapshots.map(({ dependency, policy, snapshot: { budget } }) => ({
       dependency,
       retries: budget.retries,

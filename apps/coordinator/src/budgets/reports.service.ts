@@ -4,6 +4,7 @@ import type { DependencyReport, LatencyHistogram, ReportRequest, ReportResponse 
 import { validationFailed } from '../common/api-error';
 import { BreakerMetrics } from '../breakers/breaker-metrics';
 import { DependencyRegistry } from '../dependencies/dependency-registry.service';
+import { MetricsService, UNREGISTERED } from '../metrics/metrics.service';
 import { PolicyService } from '../policies/policy.service';
 import { ReportMerger } from './report-merger';
 import { reportProblems } from './report-rules';
@@ -19,6 +20,7 @@ export class ReportsService {
     private readonly registry: DependencyRegistry,
     private readonly breakerMetrics: BreakerMetrics,
     private readonly merger: ReportMerger,
+    private readonly metrics: MetricsService,
   ) {}
 
   async record(namespace: string, report: ReportRequest): Promise<ReportResponse> {
@@ -48,6 +50,13 @@ export class ReportsService {
           { budgetWindowSeconds: policy.retryBudget.windowSeconds, breaker: policy.breaker },
         );
         this.breakerMetrics.observe({ namespace, dependency: entry.dep }, breaker);
+        if (entry.retriesSucceeded) {
+          const ref = { namespace, dependency: entry.dep };
+          this.metrics.retriesSucceeded.inc(
+            this.registry.isRegistered(ref) ? ref : UNREGISTERED,
+            entry.retriesSucceeded,
+          );
+        }
         response.deps[entry.dep] = { breaker: { state: breaker.record.state }, reporters };
       }),
     );

@@ -58,6 +58,8 @@ export class RetryService {
     if (shadow && reason !== 'granted') {
       this.metrics.shadowDenials.inc({ namespace: labels.namespace, dependency: labels.dependency, kind: 'retry' });
     }
+    // The cap beside the exhausted-budget alert (denials are few: callers hold them for retryAfterMs).
+    if (reason === 'budget_exhausted' && labels === ref) this.metrics.retryBudgetCap.set(ref, budget.cap);
     const allow = reason === 'granted' || shadow;
     return {
       allow,

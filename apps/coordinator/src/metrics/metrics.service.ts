@@ -36,6 +36,24 @@ export class MetricsService {
     RETRY_DECISION_LABELS,
   );
 
+  readonly retriesSucceeded = new Counter({
+    name: 'sluice_retries_succeeded_total',
+    help:
+      'Granted retries that succeeded, as reports said (retriesSucceeded), by namespace and dependency: what an ' +
+      'adaptive budget gave back.',
+    labelNames: ['namespace', 'dependency'] as const,
+    registers: [this.registry],
+  });
+
+  readonly retryBudgetCap = new Gauge({
+    name: 'sluice_retry_budget_cap',
+    help:
+      'The most retries a dependency\u2019s budget window holds however many succeed (the limit under a fixed ' +
+      'budget), as of the last budget_exhausted denial or budgets listing here.',
+    labelNames: ['namespace', 'dependency'] as const,
+    registers: [this.registry],
+  });
+
   readonly idempotencyRequests = new Counter({
     name: 'sluice_idempotency_requests_total',
     help: 'Idempotency key claims by namespace and result: claimed, replayed, in_flight, mismatch, recovered.',
@@ -180,5 +198,7 @@ export class MetricsService {
     for (const kind of SHADOW_KINDS) this.shadowDenials.remove({ ...labels, kind });
     for (const quantile of QUANTILES) this.dependencyLatency.remove({ ...labels, quantile });
     this.concurrencyInUse.remove(labels);
+    this.retriesSucceeded.remove(labels);
+    this.retryBudgetCap.remove(labels);
   }
 }
