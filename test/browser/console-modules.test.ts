@@ -4,11 +4,14 @@ const CONSOLE = '../../apps/coordinator/src/console';
 let createSseParser: (onEvent: (event: { event: string; data: string }) => void) => (chunk: string) => void;
 let diffLines: (before: string, after: string) => Array<{ kind: string; line: string }>;
 let parseDuration: (text: string) => number | null;
+type Budget = { retries: number; limit: number; retriesSucceeded?: number; cap?: number; mode?: string };
+let budgetUse: (budget: Budget) => number | null;
+let isExhausted: (budget: Budget) => boolean;
 
 beforeAll(async () => {
   ({ createSseParser } = await import(`${CONSOLE}/events.js`));
   ({ diffLines } = await import(`${CONSOLE}/diff.js`));
-  ({ parseDuration } = await import(`${CONSOLE}/format.js`));
+  ({ parseDuration, budgetUse, isExhausted } = await import(`${CONSOLE}/format.js`));
 });
 
 describe('the console’s Server-Sent Events parser', () => {
@@ -52,5 +55,23 @@ describe('the console’s duration field', () => {
     ]);
     expect(parseDuration('')).toBeNull();
     expect(parseDuration('ten minutes')).toBeNaN();
+  });
+});
+
+describe('the console’s budget gauge', () => {
+  it('weighs an adaptive budget’s net retries against its limit and its retries against its cap', () => {
+    const adaptive = { mode: 'adaptive', retries: 14, retriesSucceeded: 6, limit: 10, cap: 30 };
+    expect(budgetUse(adaptive)).toBeCloseTo(0.8);
+    expect(isExhausted(adaptive)).toBe(false);
+    expect(isExhausted({ ...adaptive, retriesSucceeded: 4 })).toBe(true);
+    // Every retry succeeded, but the cap is reached.
+    expect(budgetUse({ ...adaptive, retries: 30, retriesSucceeded: 30 })).toBe(1);
+    expect(isExhausted({ ...adaptive, retries: 30, retriesSucceeded: 30 })).toBe(true);
+  });
+
+  it('counts every retry of a fixed budget, or of an answer without the new fields', () => {
+    expect(isExhausted({ mode: 'fixed', retries: 10, retriesSucceeded: 6, limit: 10, cap: 10 })).toBe(true);
+    expect(budgetUse({ retries: 5, limit: 10 })).toBe(0.5);
+    expect(isExhausted({ retries: 10, limit: 10 })).toBe(true);
   });
 });

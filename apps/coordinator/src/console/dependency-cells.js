@@ -20,16 +20,21 @@ export function breakerCell(breaker) {
   );
 }
 
-/** retries / limit with a bar; an exhausted budget is marked in words as well as colour. */
+/**
+ * retries / limit with a bar; under an adaptive budget, the retries that succeeded (given back) and
+ * the cap too. An exhausted budget is marked in words as well as colour.
+ */
 export function budgetCell(budget) {
   if (!budget) return '—';
   const use = Math.min(1, budgetUse(budget) ?? 0);
   const exhausted = isExhausted(budget);
+  const adaptive = budget.mode !== 'fixed' && budget.cap !== undefined;
   return h(
     'span',
     { class: `budget${exhausted ? ' exhausted' : ''}` },
     h('span', {}, `${budget.retries} / ${budget.limit}`),
     h('meter', { min: 0, max: 1, low: 0.5, high: 0.8, optimum: 0, value: use, 'aria-hidden': 'true' }),
+    adaptive ? h('small', {}, `${budget.retriesSucceeded ?? 0} succeeded, cap ${budget.cap}`) : null,
     exhausted ? h('strong', {}, 'exhausted') : null,
   );
 }

@@ -2,6 +2,7 @@
 // the page is open: nothing of it is stored anywhere).
 
 import { get, path } from './api.js';
+import { budgetUse } from './format.js';
 
 const HISTORY_MS = 10 * 60 * 1000;
 const history = new Map();
@@ -38,7 +39,7 @@ function remember(namespace, dependency, view) {
   const now = Date.now();
   samples.push({
     at: now,
-    budgetUse: view.budget.limit > 0 ? Math.min(1, view.budget.retries / view.budget.limit) : 0,
+    budgetUse: Math.min(1, budgetUse(view.budget)),
     failureRate: view.breaker.failureRate,
     state: view.breaker.state,
   });

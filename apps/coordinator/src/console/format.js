@@ -53,13 +53,32 @@ export function parseDuration(text) {
   return Number(match[1]) * unit;
 }
 
-/** The budget's use as a ratio (retries / limit); 1 when the limit is 0 and a retry was counted. */
+/**
+ * The retries a budget weighs against its limit: under an adaptive budget those that did not succeed
+ * (never below 0), under a fixed one (or an answer without retriesSucceeded) every one.
+ */
+export function netRetries(budget) {
+  if (budget.mode === 'fixed') return budget.retries;
+  return Math.max(budget.retries - (budget.retriesSucceeded ?? 0), 0);
+}
+
+/** A share of a bound; 1 when the bound is 0 and something was counted. */
+function shareOf(count, bound) {
+  if (bound === 0) return count > 0 ? 1 : 0;
+  return count / bound;
+}
+
+/**
+ * The budget's use as a ratio: the larger of the net retries over the limit and the retries over
+ * the cap (an adaptive budget grants while both are below 1).
+ */
 export function budgetUse(budget) {
   if (!budget) return null;
-  if (budget.limit === 0) return budget.retries > 0 ? 1 : 0;
-  return budget.retries / budget.limit;
+  const net = shareOf(netRetries(budget), budget.limit);
+  return budget.cap === undefined ? net : Math.max(net, shareOf(budget.retries, budget.cap));
 }
 
 export function isExhausted(budget) {
-  return Boolean(budget) && budget.retries >= budget.limit;
+  if (!budget) return false;
+  return netRetries(budget) >= budget.limit || (budget.cap !== undefined && budget.retries >= budget.cap);
 }

@@ -50,7 +50,7 @@ export function dependencyPage(container, params) {
         fact(
           'Retry budget',
           budgetCell(view.budget),
-          `window ${view.budget.windowSeconds} s, ${view.budget.requests} requests`,
+          `${view.budget.mode ?? 'fixed'}, window ${view.budget.windowSeconds} s, ${view.budget.requests} requests`,
         ),
         fact(
           'Latency p50 / p95 / p99',
