@@ -126,7 +126,9 @@ describe('the sluice CLI', () => {
       openUntil: null,
       reason: null,
       retries: 0,
+      retriesSucceeded: 0,
       limit: 102, // floor(0.1 × 20 requests + 10 retries/s × 10 s)
+      cap: 110, // floor(0.5 × 20 requests + 10 retries/s × 10 s)
       exhausted: false,
     });
     expect(await json('deps', '--open')).toEqual({ items: [] });
@@ -136,10 +138,13 @@ describe('the sluice CLI', () => {
       namespace: 'shop',
       dependency: 'payments-api',
       breaker: { state: 'closed', calls: 20, failureRate: 0, reason: null },
-      budget: { requests: 20, limit: 102 },
+      budget: { mode: 'adaptive', requests: 20, limit: 102, retriesSucceeded: 0, cap: 110 },
       policy: { mode: 'enforce' },
     });
-    expect((await sluice('dep', 'shop', 'payments-api')).stdout).toMatch(/^breaker\s+closed$/m);
+    const shown = (await sluice('dep', 'shop', 'payments-api')).stdout;
+    expect(shown).toMatch(/^breaker\s+closed$/m);
+    expect(shown).toMatch(/^budget\s+adaptive: 0 succeeded, cap 110$/m);
+    expect((await sluice('deps', 'shop')).stdout.split('\n')[0]).toMatch(/\sRETRIES\s+SUCCEEDED\s+CAP\s/);
   });
 
   it('trips, force-closes and resets a breaker, with the reason in its view and the audit log', async () => {

@@ -13,7 +13,11 @@ export interface DependencyRow {
   openUntil: number | null;
   reason: string | null;
   retries: number;
+  /** Of the retries, those reported to have succeeded (an adaptive budget gives them back). */
+  retriesSucceeded: number;
   limit: number;
+  /** The most retries the window holds however many succeed (the limit under a fixed budget). */
+  cap: number;
   exhausted: boolean;
 }
 
@@ -40,6 +44,8 @@ export function registerDependencies(program: Command): void {
             { header: 'SINCE', value: (row) => instant(row.since) },
             { header: 'UNTIL', value: (row) => instant(row.openUntil) },
             { header: 'RETRIES', value: (row) => `${row.retries}/${row.limit}${row.exhausted ? ' exhausted' : ''}` },
+            { header: 'SUCCEEDED', value: (row) => String(row.retriesSucceeded) },
+            { header: 'CAP', value: (row) => String(row.cap) },
             { header: 'REASON', value: (row) => row.reason },
           ]),
         );
@@ -64,6 +70,7 @@ export function registerDependencies(program: Command): void {
             ['reason', breaker.reason],
             ['calls', `${breaker.calls} (failed ${percent(breaker.failureRate)}, slow ${percent(breaker.slowRate)})`],
             ['retries', `${budget.retries}/${budget.limit} in ${budget.windowSeconds} s (${budget.requests} requests)`],
+            ['budget', `${budget.mode}: ${budget.retriesSucceeded} succeeded, cap ${budget.cap}`],
             ['reporters', String(view.reporters)],
             [
               'limits hold',
@@ -98,7 +105,9 @@ async function dependencyRows(client: AdminClient, namespace: string): Promise<D
       openUntil: breaker.openUntil,
       reason: breaker.reason,
       retries: budget?.retries ?? 0,
+      retriesSucceeded: budget?.retriesSucceeded ?? 0,
       limit: budget?.limit ?? 0,
+      cap: budget?.cap ?? 0,
       exhausted: budget?.exhausted ?? false,
     };
   });
