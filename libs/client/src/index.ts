@@ -8,11 +8,13 @@
  */
 export type {
   BreakerState,
+  BudgetMode,
   BudgetView,
   DeadLetter,
   DeadLetterPage,
   DeliveryAttemptRequest,
   DeliveryAttemptResponse,
+  DependencyBudgetView,
   DependencyPolicy,
   DependencyReport,
   DependencyView,
