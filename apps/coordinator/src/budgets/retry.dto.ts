@@ -8,7 +8,7 @@ import {
   type FailureKind,
   type RetryRequest,
 } from '@sluice/protocol';
-import { CheckedBySchema } from '../common/validation.pipe';
+import { CheckedBySchema } from '../http/validation/pipe';
 
 @CheckedBySchema()
 export class RetryRequestDto implements RetryRequest {

@@ -2,7 +2,7 @@ import { IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 import { CallerChosenId } from '../common/caller-id.decorator';
 import { LIMIT_KEY_PATTERN, type TakeRequest } from '@sluice/protocol';
-import { CheckedBySchema } from '../common/validation.pipe';
+import { CheckedBySchema } from '../http/validation/pipe';
 
 @CheckedBySchema()
 export class TakeRequestDto implements TakeRequest {
