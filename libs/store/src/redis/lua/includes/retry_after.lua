@@ -4,6 +4,8 @@
   leave it (second s leaves at the start of s + windowSeconds), at which retries + 1 <= limit holds
   again; the whole window when only new requests could refill it. Call it after windowSum (pruned).
 ]]
+--- @include "budget"
+
 local function budgetRetryAfterMs(key, ratio, minRetriesPerSecond, windowSeconds, second, nowMs)
   local oldest = tonumber(rcall('HGET', key, 'oldest'))
   if oldest then

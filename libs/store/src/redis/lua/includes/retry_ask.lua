@@ -3,7 +3,6 @@
   exactly what the same asks one by one would: the kept grant of a repeated request id; else the
   breaker, the deadline (the delay plus the fleet's p99 must fit in it), then the budget. A grant is
   counted and, with a request id, kept (fields rt, rq, lim, d: the budget after it and its delay).
-  Needs the includes codes, window, budget, breaker, latency and retry_after before it.
 
   `dep` is the dependency as the script sees it: budgetKey, latencyKey, ratio, minRetriesPerSecond,
   windowSeconds, latencyWindowSeconds, keepMs, second, nowMs and breaker (breakerNow's); the
@@ -14,15 +13,24 @@
   retryBudgetRead(dep) answers an ask decided before the store (not_retriable, max_attempts, …):
   { 0, retries, requests, limit, 0, -1 }, the budget as read_dependency-4.lua would read it now.
 
-  retryDependency(...) builds `dep` from KEYS[1] (budget window), KEYS[2] (breaker) and KEYS[3]
-  (latency window), which both scripts share, and the policy arguments they pass at their own places.
-  Needs the clock include too.
+  retryDependency(...) builds `dep` from the keys of the budget window, the breaker and the latency
+  window, and the policy arguments, which each script passes from its own KEYS and ARGV.
 ]]
-local function retryDependency(ratio, minRetriesPerSecond, windowSeconds, latencyWindowSeconds, keepMs, channel, name)
+--- @include "codes"
+--- @include "clock"
+--- @include "window"
+--- @include "budget"
+--- @include "breaker"
+--- @include "latency"
+--- @include "retry_after"
+
+local function retryDependency(
+  budgetKey, breakerKey, latencyKey, ratio, minRetriesPerSecond, windowSeconds, latencyWindowSeconds, keepMs, channel,
+  name)
   local second, nowMs = serverTime()
   return {
-    budgetKey = KEYS[1],
-    latencyKey = KEYS[3],
+    budgetKey = budgetKey,
+    latencyKey = latencyKey,
     ratio = tonumber(ratio),
     minRetriesPerSecond = tonumber(minRetriesPerSecond),
     windowSeconds = tonumber(windowSeconds),
@@ -30,7 +38,7 @@ local function retryDependency(ratio, minRetriesPerSecond, windowSeconds, latenc
     keepMs = tonumber(keepMs),
     second = second,
     nowMs = nowMs,
-    breaker = breakerNow(KEYS[2], nowMs, channel, name),
+    breaker = breakerNow(breakerKey, nowMs, channel, name),
   }
 end
 
