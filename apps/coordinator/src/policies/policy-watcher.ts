@@ -31,6 +31,11 @@ export class PolicyWatcher {
     },
   ) {}
 
+  /** How many namespaces are followed. */
+  get size(): number {
+    return this.watches.size;
+  }
+
   watch(namespace: string): void {
     if (this.stopped || this.watches.has(namespace)) return;
     const watch: Watch = {};

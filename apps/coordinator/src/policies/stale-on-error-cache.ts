@@ -35,6 +35,11 @@ export class StaleOnErrorCache<T> {
 
   constructor(private readonly options: StaleOnErrorCacheOptions<T>) {}
 
+  /** How many keys are cached. */
+  get size(): number {
+    return this.entries.size;
+  }
+
   /** The value of `key`, from the cache or one shared read. */
   async get(key: string): Promise<T> {
     const cached = this.entries.get(key);
