@@ -17,6 +17,12 @@ import ts from 'typescript';
 //    ResponseComponents) describes a type declared in libs/protocol.
 // 4. Requests. The class of every @Body() parameter of a route handler implements a type declared in
 //    libs/protocol: the DTO adds validation to the protocol's shape, it does not make up its own.
+// 4b. Same shape. Every class of the service that implements a type of libs/protocol (the DTOs, nested
+//    ones included) has exactly that type's properties, each optional where the type's is: `implements`
+//    alone lets a DTO leave out an optional field, which `additionalProperties: false` would then refuse.
+// 4c. One description. A request field is described once, in its DTO's decorators (`@JSONSchema`,
+//    `@CallerChosenId`), which the OpenAPI document and its readers see: no TSDoc on a DTO's properties
+//    or on the properties of the libs/protocol type it implements.
 // 5. Plain. libs/protocol imports nothing but its own files: no framework, no decorators.
 
 const ROOT = join(__dirname, '../..');
@@ -136,6 +142,29 @@ describe('wire types: libs/protocol owns every wire shape', () => {
     expect(found).toEqual([]);
   });
 
+  it('gives every DTO exactly the properties of its libs/protocol type, optional ones included', () => {
+    expect(dtoShapeProblems(checker, filesOf('apps/coordinator/src'))).toEqual([]);
+  });
+
+  it('describes a request field once, in its DTO decorators', () => {
+    expect(secondDescriptions(checker, filesOf('apps/coordinator/src'))).toEqual([]);
+  });
+
+  it('notices a DTO that leaves out an optional field of its libs/protocol type', () => {
+    const fixture = programOf({
+      'libs/protocol/src/fixture.ts': 'export interface ThingRequest { name: string; size?: number; note?: string }',
+      'apps/coordinator/src/fixture.dto.ts':
+        "import type { ThingRequest } from '../../../libs/protocol/src/fixture';\n" +
+        'export class ThingDto implements ThingRequest { name!: string; size?: number }\n' +
+        'export class LooseDto implements ThingRequest { name?: string; size?: number; note?: string; extra?: boolean }',
+    });
+    const dtoFile = fixture.getSourceFiles().filter((file) => repoPath(file.fileName).endsWith('fixture.dto.ts'));
+    expect(dtoShapeProblems(fixture.getTypeChecker(), dtoFile)).toEqual([
+      'apps/coordinator/src/fixture.dto.ts ThingDto (implements ThingRequest): missing note',
+      'apps/coordinator/src/fixture.dto.ts LooseDto (implements ThingRequest): extra extra; name optional here, required there',
+    ]);
+  });
+
   it('documents only response schemas of types declared in libs/protocol', () => {
     const file = prog.getSourceFile(join(ROOT, 'apps/coordinator/src/openapi/schemas.ts'));
     const registry = file?.statements.find(
@@ -204,4 +233,102 @@ function declaredInProtocol(symbol: ts.Symbol, name: string): string[] {
   return outside.length === 0 && declarations.length > 0
     ? []
     : [`${name} declared in ${outside.map((d) => repoPath(d.getSourceFile().fileName)).join(', ')}`];
+}
+
+/** Why each class of `files` implementing a type of libs/protocol does not have exactly its properties. */
+function dtoShapeProblems(checker: ts.TypeChecker, files: readonly ts.SourceFile[]): string[] {
+  const found: string[] = [];
+  for (const file of files) {
+    ts.forEachChild(file, function visit(node) {
+      if (ts.isClassDeclaration(node) && node.name) {
+        const own = propertiesOf(checker, checker.getTypeAtLocation(node.name));
+        for (const clause of node.heritageClauses ?? []) {
+          if (clause.token !== ts.SyntaxKind.ImplementsKeyword) continue;
+          for (const implemented of clause.types) {
+            const type = checker.getTypeAtLocation(implemented);
+            if (servedProblems(checker, type).length > 0) continue;
+            const problems = shapeDifferences(own, propertiesOf(checker, type));
+            if (problems.length > 0) {
+              found.push(
+                `${repoPath(file.fileName)} ${node.name.text} (implements ${implemented.getText()}): ${problems.join('; ')}`,
+              );
+            }
+          }
+        }
+      }
+      ts.forEachChild(node, visit);
+    });
+  }
+  return found;
+}
+
+/** A type's data properties (no methods), by name: true when optional. */
+function propertiesOf(checker: ts.TypeChecker, type: ts.Type): Map<string, boolean> {
+  return new Map(
+    checker
+      .getPropertiesOfType(type)
+      .filter((property) => !(property.flags & ts.SymbolFlags.Method))
+      .map((property) => [property.getName(), (property.flags & ts.SymbolFlags.Optional) !== 0]),
+  );
+}
+
+function shapeDifferences(dto: Map<string, boolean>, wire: Map<string, boolean>): string[] {
+  const missing = [...wire.keys()].filter((name) => !dto.has(name));
+  const extra = [...dto.keys()].filter((name) => !wire.has(name));
+  const optionality = [...wire]
+    .filter(([name, optional]) => dto.has(name) && dto.get(name) !== optional)
+    .map(
+      ([name, optional]) => `${name} ${optional ? 'required here, optional there' : 'optional here, required there'}`,
+    );
+  return [
+    ...(missing.length > 0 ? [`missing ${missing.join(', ')}`] : []),
+    ...(extra.length > 0 ? [`extra ${extra.join(', ')}`] : []),
+    ...optionality,
+  ];
+}
+
+/** A program of in-memory files (paths relative to the repository) with the repository's options. */
+function programOf(files: Record<string, string>): ts.Program {
+  const configFile = ts.readConfigFile(join(ROOT, 'tsconfig.json'), ts.sys.readFile);
+  const { options } = ts.parseJsonConfigFileContent(configFile.config, ts.sys, ROOT);
+  const host = ts.createCompilerHost(options);
+  const virtual = new Map(Object.entries(files).map(([path, text]) => [join(ROOT, path), text]));
+  const { getSourceFile, fileExists, readFile } = host;
+  host.getSourceFile = (name, version, ...rest) =>
+    virtual.has(name)
+      ? ts.createSourceFile(name, virtual.get(name)!, version)
+      : getSourceFile.call(host, name, version, ...rest);
+  host.fileExists = (name) => virtual.has(name) || fileExists.call(host, name);
+  host.readFile = (name) => virtual.get(name) ?? readFile.call(host, name);
+  return ts.createProgram([...virtual.keys()], { ...options, noEmit: true }, host);
+}
+
+/** Properties of DTOs, and of the libs/protocol types they implement, that carry their own TSDoc. */
+function secondDescriptions(checker: ts.TypeChecker, files: readonly ts.SourceFile[]): string[] {
+  const found = new Set<string>();
+  const check = (declaration: ts.Declaration) => {
+    if (!ts.isPropertyDeclaration(declaration) && !ts.isPropertySignature(declaration)) return;
+    if (ts.getJSDocCommentsAndTags(declaration).length === 0) return;
+    const owner = (declaration.parent as ts.ClassDeclaration | ts.InterfaceDeclaration).name?.text;
+    found.add(`${repoPath(declaration.getSourceFile().fileName)} ${owner}.${declaration.name.getText()}`);
+  };
+  for (const file of files) {
+    ts.forEachChild(file, function visit(node) {
+      if (ts.isClassDeclaration(node)) {
+        const implemented = (node.heritageClauses ?? [])
+          .filter((clause) => clause.token === ts.SyntaxKind.ImplementsKeyword)
+          .flatMap((clause) => clause.types)
+          .map((type) => checker.getTypeAtLocation(type))
+          .filter((type) => servedProblems(checker, type).length === 0);
+        if (implemented.length > 0) {
+          node.members.forEach(check);
+          for (const type of implemented) {
+            for (const property of checker.getPropertiesOfType(type)) (property.getDeclarations() ?? []).forEach(check);
+          }
+        }
+      }
+      ts.forEachChild(node, visit);
+    });
+  }
+  return [...found].sort();
 }

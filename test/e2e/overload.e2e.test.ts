@@ -1,5 +1,5 @@
-import { sustainedDelayMs } from '../../apps/coordinator/src/overload/event-loop-delay';
-import { shedReason } from '../../apps/coordinator/src/overload/load-shedding';
+import { sustainedDelayMs } from '../../apps/coordinator/src/http/event-loop-delay';
+import { shedReason } from '../../apps/coordinator/src/http/load-shedding';
 import { RedisServerProcess, waitUntil } from '../support/redis-server';
 import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 

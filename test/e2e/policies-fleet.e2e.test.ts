@@ -30,8 +30,9 @@ describe('a policy change made through one instance', () => {
   let invalidationsOnB: jest.SpyInstance;
   /** Whether B follows the namespace's events: its subscription was confirmed by the store. */
   const followsOnB = (namespace: string) =>
-    (b.app.get(PolicyService) as unknown as { watches: Map<string, { unsubscribe?: unknown }> }).watches.get(namespace)
-      ?.unsubscribe !== undefined;
+    (
+      b.app.get(PolicyService) as unknown as { watcher: { watches: Map<string, { unsubscribe?: unknown }> } }
+    ).watcher.watches.get(namespace)?.unsubscribe !== undefined;
 
   beforeAll(async () => {
     fleet = await testCoordinator({

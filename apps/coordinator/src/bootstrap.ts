@@ -1,27 +1,19 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { LogController, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
-import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppModule } from './app.module';
-import { BODY_LIMIT_BYTES } from './common/body-limit';
-import { sendError } from './common/http-error.filter';
-import { checkJsonObjectBody } from './common/json-body';
-import { installDirectRoutes } from './common/direct-routes';
-import { installRequestValidation } from './common/request-validation';
-import { createValidationPipe } from './common/validation.pipe';
+import { BODY_LIMIT_BYTES } from './http/body-limit';
+import { createHttpAdapter } from './http/adapter';
+import { installHttpEdge } from './http/edge';
 import { isLoopbackHost, type SluiceConfig } from './config/config';
 import { createLogger, NestPinoLogger } from './logging/logger';
 import { MetricsService } from './metrics/metrics.service';
-import { registerLoadShedding } from './overload/load-shedding';
 import { setupOpenApi } from './openapi/document';
 import { readPoliciesFile, type PoliciesFile } from './policies/policies-file';
 import { setupConsole } from './web-console/serve-console';
 
 export { BODY_LIMIT_BYTES };
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Builds the coordinator app (not yet listening) from a validated configuration. */
 export async function createCoordinator(config: SluiceConfig): Promise<NestFastifyApplication> {
@@ -29,20 +21,7 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
   const verbose = config.logLevel === 'debug' || config.logLevel === 'trace';
   // One pino instance for Fastify and Nest; a request's own logger (request.log) carries its reqId.
   const logger = createLogger(config.logLevel);
-  const adapter = new FastifyAdapter({
-    bodyLimit: BODY_LIMIT_BYTES,
-    // Names may be 128 characters and idempotency keys 255: the pattern checks decide, not the router.
-    maxParamLength: 512,
-    frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) =>
-      sendError(error, request, reply),
-    loggerInstance: logger,
-    logController: new LogController({ disableRequestLogging: !verbose }),
-    requestIdHeader: false,
-    genReqId: (request: IncomingMessage) => {
-      const incoming = request.headers['x-request-id'];
-      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    },
-  });
+  const adapter = createHttpAdapter(logger, verbose);
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register({ config, policies }), adapter, {
     logger: new NestPinoLogger(logger),
     abortOnError: false,
@@ -51,32 +30,7 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
     bodyParser: false,
   });
   app.enableShutdownHooks();
-  const fastify = app.getHttpAdapter().getInstance();
-  const metrics = app.get(MetricsService);
-  // Callback hooks here and below: no promise per request.
-  fastify.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
-    done();
-  });
-  registerLoadShedding(app, config, metrics);
-  fastify.addHook('preValidation', (request, _reply, done) => {
-    try {
-      checkJsonObjectBody(request);
-      done();
-    } catch (error) {
-      done(error as Error);
-    }
-  });
-  // Bodies' shape, then path, query and body against the document's schemas: linear time, before the pipe.
-  const validators = installRequestValidation(app);
-  // The decision routes: the same checks without Nest's per-request pipeline.
-  installDirectRoutes(app, { validators, pipe: createValidationPipe() });
-  fastify.addHook('onResponse', (request, reply, done) => {
-    metrics.httpRequestDuration
-      .child(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode)
-      .observe(reply.elapsedTime / 1000);
-    done();
-  });
+  installHttpEdge(app, config, app.get(MetricsService));
   setupOpenApi(app);
   await setupConsole(app);
   await app.init();

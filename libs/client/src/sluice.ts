@@ -194,8 +194,7 @@ export class Sluice extends PolicyEvents {
       beforeCall: options.verify ? () => this.verified() : undefined,
       firstView: (dependency, maxWaitMs) => this.firstView(dependency, maxWaitMs),
       reportProbe: (dependency, token, success) => {
-        if (dependency.pendingSince === 0) dependency.pendingSince = clock.now();
-        dependency.probes.push({ token, success });
+        dependency.recordProbe(clock.now(), { token, success });
         void this.reporter.flush();
       },
     };

@@ -51,7 +51,6 @@ export type BudgetList = ItemList<BudgetItem>;
 /** POST /admin/v1/{ns}/breakers/{dep}/trip and …/force-close. */
 export interface ForceBreakerRequest {
   reason: string;
-  /** Absent: until reset. */
   durationSeconds?: number;
 }
 

@@ -2,9 +2,7 @@
 import type { BreakerSummary } from './retry';
 
 export interface AdmitRequest {
-  /** What the call costs against a rate limit (1 by default). */
   cost?: number;
-  /** Caller-chosen: asking again with it answers the same decision, lease and probe, taking nothing twice. */
   requestId?: string;
 }
 

@@ -2,14 +2,8 @@
 
 export interface DeliveryAttemptRequest {
   messageId: string;
-  /** Why this attempt failed. */
   error?: string;
-  /** The message, kept with the dead letter when this attempt parks it. */
   payload?: unknown;
-  /**
-   * The delivery this failure is for (a broker's delivery count, 1 = the first): recording the
-   * same attempt again changes nothing and answers the same.
-   */
   attempt?: number;
 }
 

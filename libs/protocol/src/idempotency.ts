@@ -6,19 +6,15 @@ export type BodyEncoding = (typeof BODY_ENCODINGS)[number];
 /** A response as stored and replayed: status, headers and body, byte for byte. */
 export interface StoredResponse {
   status: number;
-  /** Header names as sent; a header sent several times (set-cookie) is an array. */
   headers: Record<string, string | string[]>;
-  /** The body: the text itself (`utf8`) or its bytes in base64 (`base64`). */
   body: string;
   bodyEncoding: BodyEncoding;
 }
 
 export interface IdempotencyClaimRequest {
-  /** What identifies the request (a digest of method, path, body, caller): a reuse with another is a 422. */
   fingerprint: string;
   leaseMs?: number;
   retentionSeconds?: number;
-  /** Caller-chosen: claiming again with it (and the same fingerprint) while in flight resumes the claim. */
   claimId?: string;
 }
 

@@ -2,9 +2,7 @@
 
 export interface TakeRequest {
   key: string;
-  /** 1 by default; never more than the limit's burst. */
   cost?: number;
-  /** Caller-chosen: a repeat within the limit's period answers the first answer without taking again. */
   requestId?: string;
 }
 

@@ -3,7 +3,6 @@ import type { BreakerSummary } from './retry';
 
 export interface LatencyHistogram {
   boundsMs: number[];
-  /** One more entry than `boundsMs`: the last counts samples above the largest bound. */
   counts: number[];
 }
 
@@ -14,20 +13,11 @@ export interface ProbeOutcome {
 
 export interface DependencyReport {
   dep: string;
-  /** First attempts: the budget's deposits. */
   requests: number;
   successes: number;
   failures: number;
   slow: number;
-  /**
-   * Retries this reporter made without the coordinator's grant (its local fallback decided) since
-   * its last report: charged to the fleet's budget, so a fallback cannot spend it twice.
-   */
   retries?: number;
-  /**
-   * Retries granted to this reporter (by the coordinator or its local fallback) whose attempt
-   * succeeded, since its last report: an adaptive budget gives each one's grant back.
-   */
   retriesSucceeded?: number;
   latency?: LatencyHistogram;
   probes?: ProbeOutcome[];

@@ -5,14 +5,12 @@ export const FAILURE_KINDS = ['timeout', 'connection', 'other'] as const;
 export type FailureKind = (typeof FAILURE_KINDS)[number];
 
 export interface RetryRequest {
-  /** Which retry this is: 1 is the first retry. */
   attempt: number;
   idempotent?: boolean;
   deadlineMs?: number;
   status?: number;
   error?: FailureKind;
   retryAfterMs?: number;
-  /** Caller-chosen: asking again with it answers the first decision and counts no second retry. */
   requestId?: string;
 }
 

@@ -1,11 +1,11 @@
 import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { BreakerActionResult, BreakerList, BudgetList } from '@sluice/protocol';
-import { AdminOnly } from '../auth/access.decorators';
 import { Actor } from '../auth/actor.decorator';
 import type { Principal } from '../auth/token-registry';
 import { DependencyParams, NamespaceParams } from '../common/params.dto';
-import { AdminRoute, tooManyDependencies } from '../openapi/routes';
+import { AdminRoute } from '../http/routes';
+import { tooManyDependencies } from '../openapi/route-docs';
 import { TAGS } from '../openapi/tags';
 import { ForceBreakerDto, ResetBreakerDto } from './breaker-action.dto';
 import { BreakersAdminService } from './breakers-admin.service';
@@ -15,7 +15,6 @@ const FORCED =
   '`durationSeconds` have passed (then the breaker is `closed` again). Audited with the reason. The answer\u2019s ' +
   '`known` is false when no caller has reported or asked for the dependency within a day: likely a typo.';
 
-@AdminOnly()
 @ApiTags(TAGS.breakersAdmin.name)
 @Controller('admin/v1/:ns')
 export class BreakersAdminController {

@@ -1,14 +1,12 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { NamespaceList } from '@sluice/protocol';
-import { AdminOnly } from '../auth/access.decorators';
 import { Actor } from '../auth/actor.decorator';
 import type { Principal } from '../auth/token-registry';
-import { AdminRoute } from '../openapi/routes';
+import { AdminRoute } from '../http/routes';
 import { TAGS } from '../openapi/tags';
 import { NamespacesAdminService } from './namespaces-admin.service';
 
-@AdminOnly()
 @ApiTags(TAGS.breakersAdmin.name)
 @Controller('admin/v1/namespaces')
 export class NamespacesAdminController {

@@ -2,12 +2,12 @@ import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { AdmitDecision } from '@sluice/protocol';
 import { DependencyParams } from '../common/params.dto';
-import { DecisionRoute, ERRORS, tooManyDependencies } from '../openapi/routes';
+import { DecisionRoute } from '../http/routes';
+import { ERRORS, tooManyDependencies } from '../openapi/route-docs';
 import { TAGS } from '../openapi/tags';
 import { AdmitRequestDto } from './admit.dto';
 import { AdmitService } from './admit.service';
-import { SerializedAs } from '../openapi/serialization';
-import { ServedDirectly } from '../common/direct-routes';
+import { ServedDirectly } from '../http/direct-routes';
 
 @ApiTags(TAGS.dependencies.name)
 @Controller('v1/:ns/deps/:dep/admit')
@@ -17,8 +17,8 @@ export class AdmitController {
   @Post()
   @HttpCode(200)
   @ServedDirectly()
-  @SerializedAs('AdmitDecision')
   @DecisionRoute({
+    serialized: true,
     operationId: 'admitCall',
     summary: 'May I make this call?',
     description:

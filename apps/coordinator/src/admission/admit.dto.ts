@@ -2,11 +2,10 @@ import { IsInt, IsOptional, Max, Min } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 import { CallerChosenId } from '../common/caller-id.decorator';
 import { type AdmitRequest } from '@sluice/protocol';
-import { CheckedBySchema } from '../common/validation.pipe';
+import { CheckedBySchema } from '../http/validation/pipe';
 
 @CheckedBySchema()
 export class AdmitRequestDto implements AdmitRequest {
-  /** What the call costs against a rate limit (1 by default). */
   @IsOptional()
   @IsInt()
   @Min(1)
@@ -14,7 +13,6 @@ export class AdmitRequestDto implements AdmitRequest {
   @JSONSchema({ description: 'What the call costs against the rate limit; at most its burst.', default: 1 })
   cost?: number;
 
-  /** Caller-chosen; a grant is kept under it (at least 60 s, at least the lease's and the probe's life). */
   @CallerChosenId(
     'Caller-chosen id of this call (e.g. a UUID). Asking again with it (after a timeout or a 503) answers the ' +
       'first grant, with the same `probe` token and `lease` id, taking nothing twice; the grant is kept at least ' +

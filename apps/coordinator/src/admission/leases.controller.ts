@@ -4,7 +4,8 @@ import { Matches } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 import { LEASE_ID_PATTERN, type LeaseRenewal } from '@sluice/protocol';
 import { DependencyParams } from '../common/params.dto';
-import { ClientRoute, notFound } from '../openapi/routes';
+import { ClientRoute } from '../http/routes';
+import { notFound } from '../openapi/route-docs';
 import { TAGS } from '../openapi/tags';
 import { LeasesService } from './leases.service';
 

@@ -5,10 +5,9 @@ import { Type } from 'class-transformer';
 import { JSONSchema } from 'class-validator-jsonschema';
 import { RESOURCE_NAME_PATTERN, type AuditLog } from '@sluice/protocol';
 import { AUDIT_ENTRIES_KEPT } from '@sluice/store';
-import { AdminOnly } from '../auth/access.decorators';
 import { Actor } from '../auth/actor.decorator';
 import type { Principal } from '../auth/token-registry';
-import { AdminRoute } from '../openapi/routes';
+import { AdminRoute } from '../http/routes';
 import { TAGS } from '../openapi/tags';
 import { AuditService } from './audit.service';
 
@@ -27,7 +26,6 @@ export class AuditQuery {
   limit?: number;
 }
 
-@AdminOnly()
 @ApiTags(TAGS.audit.name)
 @Controller('admin/v1/audit')
 export class AuditController {

@@ -2,14 +2,14 @@ import { CanActivate, ExecutionContext, Injectable, type Type } from '@nestjs/co
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../common/api-error';
-import { ADMIN_ROUTE, PUBLIC_ROUTE } from './access.decorators';
+import { ROUTE_KIND, type RouteKind } from './route-kind';
 import { OPEN_MODE_PRINCIPAL, TokenRegistry, mayTouchNamespace, type Principal } from './token-registry';
 
 export type AuthenticatedRequest = FastifyRequest & { principal?: Principal };
 
 const BEARER = /^Bearer ([^\s]+)$/i;
 
-/** Who may call a route, from its decorators. */
+/** Who may call a route, from its kind (http/routes.ts). */
 export interface RouteAccess {
   public: boolean;
   adminOnly: boolean;
@@ -57,11 +57,8 @@ export class AuthGuard implements CanActivate {
     if (!routes) this.access.set(controller, (routes = new WeakMap()));
     let access = routes.get(handler);
     if (!access) {
-      const targets = [handler, controller];
-      access = {
-        public: this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets) === true,
-        adminOnly: this.reflector.getAllAndOverride<boolean>(ADMIN_ROUTE, targets) === true,
-      };
+      const kind = this.reflector.get<RouteKind | undefined>(ROUTE_KIND, handler);
+      access = { public: kind === 'public', adminOnly: kind === 'admin' };
       routes.set(handler, access);
     }
     return access;

@@ -4,7 +4,8 @@ import type { FastifyReply } from 'fastify';
 import type { DependencyView } from '@sluice/protocol';
 import { etagOf, matchesIfNoneMatch } from '../common/etag';
 import { DependencyParams } from '../common/params.dto';
-import { ClientRoute, ETAG } from '../openapi/routes';
+import { ClientRoute } from '../http/routes';
+import { ETAG } from '../openapi/route-docs';
 import { TAGS } from '../openapi/tags';
 import { DependencyViewService } from './dependency-view.service';
 

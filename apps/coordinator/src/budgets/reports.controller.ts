@@ -2,12 +2,12 @@ import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { ReportResponse } from '@sluice/protocol';
 import { NamespaceParams } from '../common/params.dto';
-import { ClientRoute, tooManyDependencies } from '../openapi/routes';
+import { ClientRoute } from '../http/routes';
+import { tooManyDependencies } from '../openapi/route-docs';
 import { TAGS } from '../openapi/tags';
 import { ReportRequestDto } from './reports.dto';
 import { ReportsService } from './reports.service';
-import { SerializedAs } from '../openapi/serialization';
-import { ServedDirectly } from '../common/direct-routes';
+import { ServedDirectly } from '../http/direct-routes';
 
 @ApiTags(TAGS.dependencies.name)
 @Controller('v1/:ns/reports')
@@ -17,8 +17,8 @@ export class ReportsController {
   @Post()
   @HttpCode(200)
   @ServedDirectly()
-  @SerializedAs('ReportResponse')
   @ClientRoute({
+    serialized: true,
     operationId: 'reportOutcomes',
     summary: 'Report batched call outcomes',
     description:

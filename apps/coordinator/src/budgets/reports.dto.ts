@@ -28,7 +28,7 @@ import {
   type ProbeOutcome,
   type ReportRequest,
 } from '@sluice/protocol';
-import { CheckedBySchema } from '../common/validation.pipe';
+import { CheckedBySchema } from '../http/validation/pipe';
 
 const MAX_COUNT = 1_000_000_000;
 

@@ -2,12 +2,12 @@ import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { MAX_RETRY_ASKS, type RetryBatchDecision } from '@sluice/protocol';
 import { NamespaceParams } from '../common/params.dto';
-import { DecisionRoute, tooManyDependencies } from '../openapi/routes';
+import { DecisionRoute } from '../http/routes';
+import { tooManyDependencies } from '../openapi/route-docs';
 import { TAGS } from '../openapi/tags';
 import { RetryBatchRequestDto } from './retries.dto';
 import { RetryBatchService } from './retry-batch.service';
-import { SerializedAs } from '../openapi/serialization';
-import { ServedDirectly } from '../common/direct-routes';
+import { ServedDirectly } from '../http/direct-routes';
 
 @ApiTags(TAGS.dependencies.name)
 @Controller('v1/:ns/retries')
@@ -17,8 +17,8 @@ export class RetriesController {
   @Post()
   @HttpCode(200)
   @ServedDirectly()
-  @SerializedAs('RetryBatchDecision')
   @DecisionRoute({
+    serialized: true,
     operationId: 'decideRetries',
     summary: 'Many retry decisions in one request',
     description:

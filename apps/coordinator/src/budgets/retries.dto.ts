@@ -4,7 +4,7 @@ import { ArrayMaxSize, ArrayMinSize, IsArray, Matches, ValidateNested } from 'cl
 import { JSONSchema } from 'class-validator-jsonschema';
 import { MAX_RETRY_ASKS, RESOURCE_NAME_PATTERN, type RetryAsk, type RetryBatchRequest } from '@sluice/protocol';
 import { RetryRequestDto } from './retry.dto';
-import { CheckedBySchema } from '../common/validation.pipe';
+import { CheckedBySchema } from '../http/validation/pipe';
 
 export class RetryAskDto extends RetryRequestDto implements RetryAsk {
   @Matches(RESOURCE_NAME_PATTERN, { message: `must match ${RESOURCE_NAME_PATTERN.source}` })

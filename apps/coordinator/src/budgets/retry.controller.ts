@@ -2,12 +2,12 @@ import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { RetryDecision } from '@sluice/protocol';
 import { DependencyParams } from '../common/params.dto';
-import { DecisionRoute, tooManyDependencies } from '../openapi/routes';
+import { DecisionRoute } from '../http/routes';
+import { tooManyDependencies } from '../openapi/route-docs';
 import { TAGS } from '../openapi/tags';
 import { RetryRequestDto } from './retry.dto';
 import { RetryService } from './retry.service';
-import { SerializedAs } from '../openapi/serialization';
-import { ServedDirectly } from '../common/direct-routes';
+import { ServedDirectly } from '../http/direct-routes';
 
 @ApiTags(TAGS.dependencies.name)
 @Controller('v1/:ns/deps/:dep/retry')
@@ -17,8 +17,8 @@ export class RetryController {
   @Post()
   @HttpCode(200)
   @ServedDirectly()
-  @SerializedAs('RetryDecision')
   @DecisionRoute({
+    serialized: true,
     operationId: 'decideRetry',
     summary: 'May I retry?',
     description:

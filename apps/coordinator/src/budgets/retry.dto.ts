@@ -8,11 +8,10 @@ import {
   type FailureKind,
   type RetryRequest,
 } from '@sluice/protocol';
-import { CheckedBySchema } from '../common/validation.pipe';
+import { CheckedBySchema } from '../http/validation/pipe';
 
 @CheckedBySchema()
 export class RetryRequestDto implements RetryRequest {
-  /** Which retry this is: 1 is the first retry. */
   @IsInt()
   @Min(1)
   @Max(MAX_RETRY_ATTEMPT)
@@ -50,7 +49,6 @@ export class RetryRequestDto implements RetryRequest {
   @JSONSchema({ description: 'The dependency\u2019s `Retry-After`, in ms: the delay is never shorter.' })
   retryAfterMs?: number;
 
-  /** Caller-chosen; a grant is kept under it (at least 60 s, at least the budget window). */
   @CallerChosenId(
     'Caller-chosen id of this ask (e.g. a UUID). Asking again with it (after a timeout or a 503) answers the ' +
       'first grant, with its delay and budget, and counts no second retry; the grant is kept at least 60 s and ' +

@@ -1,7 +1,7 @@
 import { Matches } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 import { RESOURCE_NAME_PATTERN } from '@sluice/protocol';
-import { CheckedBySchema } from './validation.pipe';
+import { CheckedBySchema } from '../http/validation/pipe';
 
 const NAME_MESSAGE = `must match ${RESOURCE_NAME_PATTERN.source}`;
 

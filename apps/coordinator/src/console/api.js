@@ -6,6 +6,11 @@ import { noteAnswer, noteUnreachable } from './health.js';
 
 /** An answer of 400 or more, with the API's error body. */
 export class ApiError extends Error {
+  /**
+   * @param {number} status
+   * @param {Partial<import('@sluice/protocol').ErrorBody> | null} body
+   * @param {Headers} headers
+   */
   constructor(status, body, headers) {
     super(body?.message || `HTTP ${status}`);
     this.status = status;
@@ -32,8 +37,19 @@ export function path(...segments) {
 }
 
 /**
+ * @typedef {object} RequestOptions
+ * @property {unknown} [body] sent as JSON
+ * @property {Record<string, string>} [headers]
+ * @property {AbortSignal} [signal]
+ */
+
+/**
  * One request. Resolves `{ status, body, headers }` for 2xx and 304; rejects with ApiError or
  * UnreachableError otherwise.
+ * @param {string} method
+ * @param {string} url
+ * @param {RequestOptions} [options]
+ * @returns {Promise<{ status: number, body: any, headers: Headers }>}
  */
 export async function request(method, url, { body, headers = {}, signal } = {}) {
   let response;
@@ -71,7 +87,9 @@ export async function request(method, url, { body, headers = {}, signal } = {}) 
   return { status: response.status, body: parsed, headers: response.headers };
 }
 
+/** @type {(url: string, options?: RequestOptions) => Promise<any>} */
 export const get = (url, options) => request('GET', url, options).then((answer) => answer.body);
+/** @type {(url: string, body?: unknown, options?: RequestOptions) => Promise<any>} */
 export const post = (url, body, options) => request('POST', url, { ...options, body }).then((answer) => answer.body);
 
 /** A sentence for an operator: what failed and what to do. */

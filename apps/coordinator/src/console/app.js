@@ -1,6 +1,6 @@
 // The console's shell: the token, the health banner, the pages (hash routes), the nav.
 
-import { h, render } from './dom.js';
+import { byId, h, render } from './dom.js';
 import { ApiError, describeError, onApiError } from './api.js';
 import { forgetToken, hasToken, setToken } from './session.js';
 import { clock } from './format.js';
@@ -13,7 +13,7 @@ import { policiesPage } from './pages/policies.js';
 import { deadLettersPage } from './pages/dead-letters.js';
 import { auditPage } from './pages/audit.js';
 
-const main = document.getElementById('main');
+const main = byId('main');
 const PAGES = {
   fleet: fleetPage,
   deps: dependencyPage,
@@ -41,7 +41,7 @@ function showPage() {
   unmount = () => {};
   if (!hasToken()) return showSignIn();
   const { page, params } = route();
-  document.getElementById('nav').hidden = false;
+  byId('nav').hidden = false;
   for (const link of document.querySelectorAll('#nav a')) {
     if (link.getAttribute('href') === `#/${page}`) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
@@ -54,7 +54,7 @@ function showPage() {
 
 function renderSession() {
   render(
-    document.getElementById('session'),
+    byId('session'),
     hasToken() ? h('button', { type: 'button', class: 'link', onclick: () => signOut(null) }, 'Forget token') : null,
   );
 }
@@ -67,7 +67,7 @@ function signOut(message) {
 }
 
 function showSignIn() {
-  document.getElementById('nav').hidden = true;
+  byId('nav').hidden = true;
   renderSession();
   const input = h('input', { id: 'token', type: 'password', autocomplete: 'off', spellcheck: 'false' });
   const status = h('div', { 'aria-live': 'polite' });
@@ -103,7 +103,7 @@ function showSignIn() {
 }
 
 function showHealth(health) {
-  const banner = document.getElementById('banner');
+  const banner = byId('banner');
   const problems = [];
   if (health.coordinator !== 'ok') problems.push('The coordinator does not answer');
   else if (health.store !== 'ok') problems.push('The coordinator’s store (Redis) is unavailable');

@@ -4,7 +4,12 @@ import { h } from './dom.js';
 import { budgetUse, isExhausted, millis, relative } from './format.js';
 import { stateBadge } from './widgets.js';
 
-/** The state, and for a forced or open breaker its reason and how long it lasts. */
+/** @typedef {import('@sluice/protocol').DependencyView} DependencyView */
+
+/**
+ * The state, and for a forced or open breaker its reason and how long it lasts.
+ * @param {{ state: import('@sluice/protocol').BreakerState, openUntil?: number | null, reason?: string | null }} breaker
+ */
 export function breakerCell(breaker) {
   const until = breaker.openUntil
     ? ` until ${relative(breaker.openUntil)}`
@@ -23,6 +28,7 @@ export function breakerCell(breaker) {
 /**
  * retries / limit with a bar; under an adaptive budget, the retries that succeeded (given back) and
  * the cap too. An exhausted budget is marked in words as well as colour.
+ * @param {import('@sluice/protocol').BudgetView | undefined} budget
  */
 export function budgetCell(budget) {
   if (!budget) return '—';
@@ -40,6 +46,7 @@ export function budgetCell(budget) {
 }
 
 /** The policy's rate and concurrency limits, each with what it holds now. */
+/** @param {DependencyView | undefined} view */
 export function limitsCell(view) {
   if (!view) return '—';
   const { rateLimit, concurrency } = view.policy;
@@ -59,6 +66,7 @@ export function limitsCell(view) {
   return parts.length === 0 ? h('span', { class: 'muted' }, 'none') : parts.join(' · ');
 }
 
+/** @param {DependencyView['policy'] | undefined} policy */
 export function modeCell(policy) {
   if (!policy) return '—';
   return policy.mode === 'shadow'

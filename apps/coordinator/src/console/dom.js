@@ -41,3 +41,14 @@ export function render(container, ...children) {
   container.replaceChildren();
   append(container, children);
 }
+
+/**
+ * The page's element with this id: index.html has every one the console asks for.
+ * @param {string} id
+ * @returns {HTMLElement}
+ */
+export function byId(id) {
+  const element = document.getElementById(id);
+  if (!element) throw new Error(`index.html has no #${id}`);
+  return element;
+}

@@ -30,7 +30,7 @@ export function createSseParser(onEvent) {
     buffer += chunk;
     // A CR at the very end may be the first half of a CRLF: it waits for the next chunk.
     const lines = buffer.split(/\r\n|\r(?!$)|\n/);
-    buffer = lines.pop();
+    buffer = lines.pop() ?? '';
     lines.forEach(line);
   };
 }

@@ -4,16 +4,32 @@
 import { get, path } from './api.js';
 import { budgetUse } from './format.js';
 
+/** @typedef {import('@sluice/protocol').BreakerItem} BreakerItem */
+/** @typedef {import('@sluice/protocol').BreakerList} BreakerList */
+/** @typedef {import('@sluice/protocol').DependencyView} DependencyView */
+
 const HISTORY_MS = 10 * 60 * 1000;
 const history = new Map();
 
-/** GET /admin/v1/{ns}/breakers: every dependency the namespace holds, with its breaker. */
+/**
+ * GET /admin/v1/{ns}/breakers: every dependency the namespace holds, with its breaker.
+ * @param {string} namespace
+ * @returns {Promise<BreakerItem[]>}
+ */
 export async function readBreakers(namespace) {
-  return (await get(path('admin', 'v1', namespace, 'breakers'))).items;
+  /** @type {BreakerList} */
+  const list = await get(path('admin', 'v1', namespace, 'breakers'));
+  return list.items;
 }
 
-/** GET /v1/{ns}/deps/{dep}: breaker, budget, latency, policy; remembered for the chart. */
+/**
+ * GET /v1/{ns}/deps/{dep}: breaker, budget, latency, policy; remembered for the chart.
+ * @param {string} namespace
+ * @param {string} dependency
+ * @returns {Promise<DependencyView>}
+ */
 export async function readView(namespace, dependency) {
+  /** @type {DependencyView} */
   const view = await get(path('v1', namespace, 'deps', dependency));
   remember(namespace, dependency, view);
   return view;
@@ -33,13 +49,18 @@ export async function inBatches(items, limit, work) {
   return results;
 }
 
+/**
+ * @param {string} namespace
+ * @param {string} dependency
+ * @param {DependencyView} view
+ */
 function remember(namespace, dependency, view) {
   const key = `${namespace}/${dependency}`;
   const samples = history.get(key) ?? [];
   const now = Date.now();
   samples.push({
     at: now,
-    budgetUse: Math.min(1, budgetUse(view.budget)),
+    budgetUse: Math.min(1, budgetUse(view.budget) ?? 0),
     failureRate: view.breaker.failureRate,
     state: view.breaker.state,
   });

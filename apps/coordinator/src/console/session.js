@@ -19,7 +19,10 @@ export function forgetToken() {
   sessionStorage.removeItem(KEY);
 }
 
-/** The request headers that carry the token (none when the operator entered an empty one). */
+/**
+ * The request headers that carry the token (none when the operator entered an empty one).
+ * @returns {Record<string, string>}
+ */
 export function authHeaders() {
   const token = getToken();
   return token ? { authorization: `Bearer ${token}` } : {};

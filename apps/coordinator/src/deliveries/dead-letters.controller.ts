@@ -1,10 +1,10 @@
 import { Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { DeadLetter, DeadLetterPage } from '@sluice/protocol';
-import { AdminOnly } from '../auth/access.decorators';
 import { Actor } from '../auth/actor.decorator';
 import type { Principal } from '../auth/token-registry';
-import { AdminRoute, notFound } from '../openapi/routes';
+import { AdminRoute } from '../http/routes';
+import { notFound } from '../openapi/route-docs';
 import { TAGS } from '../openapi/tags';
 import { DeadLettersService } from './dead-letters.service';
 import { QueueParams } from '../common/params.dto';
@@ -12,7 +12,6 @@ import { DeadLetterPageQuery, DeadLetterParams } from './deliveries.dto';
 
 const NO_SUCH_DEAD_LETTER = notFound('The queue has no dead letter with this id.');
 
-@AdminOnly()
 @ApiTags(TAGS.deadLettersAdmin.name)
 @Controller('admin/v1/:ns/queues/:queue/dead-letters')
 export class DeadLettersController {

@@ -1,7 +1,8 @@
 import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { DAY_MS, MAX_PAYLOAD_BYTES, type DeliveryAttemptResponse } from '@sluice/protocol';
-import { ClientRoute, ERRORS, sizeOf } from '../openapi/routes';
+import { ClientRoute } from '../http/routes';
+import { ERRORS, sizeOf } from '../openapi/route-docs';
 import { TAGS } from '../openapi/tags';
 import { DeliveriesService } from './deliveries.service';
 import { QueueParams } from '../common/params.dto';

@@ -34,7 +34,6 @@ export class DeliveryAttemptDto implements DeliveryAttemptRequest {
   @JSONSchema({ description: 'Why this attempt failed; kept with the dead letter.' })
   error?: string;
 
-  /** Any JSON value; its size is checked by the service. */
   @Allow()
   @IsOptional()
   @JSONSchema({

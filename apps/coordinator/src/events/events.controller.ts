@@ -5,7 +5,7 @@ import { IsOptional, Matches } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 import { DEPENDENCY_LIST_PATTERN, MAX_EVENT_DEPENDENCIES } from '@sluice/protocol';
 import { NamespaceParams } from '../common/params.dto';
-import { ClientRoute } from '../openapi/routes';
+import { ClientRoute } from '../http/routes';
 import { TAGS } from '../openapi/tags';
 import { EventStreamService } from './event-stream.service';
 

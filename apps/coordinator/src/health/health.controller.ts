@@ -3,12 +3,10 @@ import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import type { Health, Readiness } from '@sluice/protocol';
 import type { Store } from '@sluice/store';
-import { Public } from '../auth/access.decorators';
-import { PublicRoute } from '../openapi/routes';
+import { PublicRoute } from '../http/routes';
 import { TAGS } from '../openapi/tags';
 import { STORE } from '../store/store.provider';
 
-@Public()
 @ApiTags(TAGS.operations.name)
 @Controller('health')
 export class HealthController {

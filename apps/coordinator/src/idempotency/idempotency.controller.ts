@@ -7,7 +7,8 @@ import {
   type IdempotencyClaimResponse,
   type IdempotencyKeyView,
 } from '@sluice/protocol';
-import { ClientRoute, ERRORS, notFound, RETRY_AFTER, sizeOf, type ErrorDoc } from '../openapi/routes';
+import { ClientRoute } from '../http/routes';
+import { ERRORS, notFound, RETRY_AFTER, sizeOf, type ErrorDoc } from '../openapi/route-docs';
 import { TAGS } from '../openapi/tags';
 import { ClaimRequestDto, CompleteRequestDto, IdempotencyParams, ReleaseQueryDto } from './idempotency.dto';
 import { IdempotencyService } from './idempotency.service';

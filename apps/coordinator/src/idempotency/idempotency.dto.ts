@@ -26,7 +26,6 @@ export class IdempotencyParams extends NamespaceParams {
 }
 
 export class ClaimRequestDto implements IdempotencyClaimRequest {
-  /** Printable ASCII, e.g. `sha256:<base64url>`. */
   @IsString()
   @Matches(FINGERPRINT_PATTERN, { message: 'must be 1-256 printable ASCII characters' })
   @JSONSchema({
@@ -56,7 +55,6 @@ export class ClaimRequestDto implements IdempotencyClaimRequest {
   })
   retentionSeconds?: number;
 
-  /** Caller-chosen; kept in the key's record for as long as the record lives. */
   @CallerChosenId(
     'Caller-chosen id of this claim (e.g. a UUID). Claiming again with it and the same fingerprint while the ' +
       'claim\u2019s lease runs (after a timeout or a 503) answers 201 with the same `token` and `resumed: true` ' +
@@ -71,7 +69,6 @@ export class StoredResponseDto implements StoredResponse {
   @Max(599)
   status!: number;
 
-  /** Checked entry by entry in stored-response.ts. */
   @IsObject()
   @JSONSchema({
     description: 'Header names as sent; a header sent several times (set-cookie) is an array. At most 100.',

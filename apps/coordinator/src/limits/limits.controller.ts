@@ -3,12 +3,12 @@ import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import type { TakeDecision } from '@sluice/protocol';
 import { LimitParams } from '../common/params.dto';
-import { DecisionRoute, ERRORS, notFound, RETRY_AFTER } from '../openapi/routes';
+import { DecisionRoute } from '../http/routes';
+import { ERRORS, notFound, RETRY_AFTER } from '../openapi/route-docs';
 import { TAGS } from '../openapi/tags';
 import { TakeRequestDto } from './take.dto';
 import { LimitsService } from './limits.service';
-import { SerializedAs } from '../openapi/serialization';
-import { ServedDirectly } from '../common/direct-routes';
+import { ServedDirectly } from '../http/direct-routes';
 
 const wholeSeconds = (ms: number) => String(Math.ceil(ms / 1000));
 
@@ -23,8 +23,8 @@ export class LimitsController {
   @Post()
   @HttpCode(200)
   @ServedDirectly()
-  @SerializedAs('TakeDecision')
   @DecisionRoute({
+    serialized: true,
     operationId: 'takeLimit',
     summary: 'Take from a named rate limit',
     description:

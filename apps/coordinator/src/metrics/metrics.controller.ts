@@ -1,12 +1,10 @@
 import { Controller, Get, Header, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { Public } from '../auth/access.decorators';
-import { PublicRoute } from '../openapi/routes';
+import { PublicRoute } from '../http/routes';
 import { TAGS } from '../openapi/tags';
 import { MetricsService } from './metrics.service';
 
-@Public()
 @ApiTags(TAGS.operations.name)
 @Controller('metrics')
 export class MetricsController {

@@ -11,10 +11,10 @@ import {
   type SchemaObject,
 } from '@nestjs/swagger';
 import { IDEMPOTENCY_KEY_PATTERN, RESOURCE_NAME_PATTERN } from '@sluice/protocol';
-import { BODY_LIMIT_BYTES } from '../common/body-limit';
-import { BODY_LIMITS } from '../common/body-shape';
+import { BODY_LIMIT_BYTES } from '../http/body-limit';
+import { BODY_LIMITS } from '../http/body-shape';
 import { requestSchemas } from './request-schemas';
-import { BEARER_SCHEME, sizeOf } from './routes';
+import { BEARER_SCHEME, sizeOf } from './route-docs';
 import { RESPONSE_SCHEMAS } from './schemas';
 import { TAGS } from './tags';
 
@@ -71,7 +71,7 @@ export function setupOpenApi(app: INestApplication): void {
 
 /**
  * The OpenAPI document of every route the app serves: the operations from the route decorators
- * (openapi/routes.ts), the request schemas from the DTOs' class-validator rules, the response
+ * (openapi/route-docs.ts), the request schemas from the DTOs' class-validator rules, the response
  * schemas from openapi/schemas.ts; keys sorted, so the document is the same for the same code.
  */
 export function createOpenApiDocument(app: INestApplication): OpenAPIObject {

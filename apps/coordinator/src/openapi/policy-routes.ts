@@ -1,4 +1,5 @@
-import { AdminRoute, ERRORS, ETAG, notFound, tooManyDependencies, type ErrorDoc, type RouteDoc } from './routes';
+import { AdminRoute } from '../http/routes';
+import { ERRORS, ETAG, notFound, tooManyDependencies, type ErrorDoc, type RouteDoc } from './route-docs';
 
 /** One kind of policy document: the namespace default, a dependency's, a named limit's, a queue's. */
 export interface PolicyKindDoc {

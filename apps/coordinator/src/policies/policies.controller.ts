@@ -1,6 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Put, Query, UseInterceptors } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { AdminOnly } from '../auth/access.decorators';
 import { Actor } from '../auth/actor.decorator';
 import type { Principal } from '../auth/token-registry';
 import { DependencyParams, LimitParams, NamespaceParams, QueueParams } from '../common/params.dto';
@@ -57,7 +56,6 @@ const QUEUE = policyRoutes({
  * or `*`; 412 precondition_failed when it does not hold) and `If-None-Match: *` (create only), and
  * take `?reason=` for the audit log.
  */
-@AdminOnly()
 @ApiTags(TAGS.policiesAdmin.name)
 @UseInterceptors(PolicyDocumentInterceptor)
 @Controller('admin/v1/:ns/policies')

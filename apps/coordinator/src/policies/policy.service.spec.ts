@@ -120,7 +120,8 @@ describe('PolicyService', () => {
       throw new Error('no subscriber connection');
     });
     const policies = service(withSubscription(store, subscribe));
-    const { logger } = policies as unknown as { logger: { warn: () => void; debug: () => void } };
+    const { logger } = (policies as unknown as { watcher: { logger: { warn: () => void; debug: () => void } } })
+      .watcher;
     const warn = jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
     jest.spyOn(logger, 'debug').mockImplementation(() => undefined);
     const now = jest.spyOn(Date, 'now');

@@ -1,4 +1,4 @@
-import { LATENCY_BOUNDS_MS, type BreakerTransition } from '@sluice/core';
+import type { BreakerTransition } from '@sluice/core';
 import {
   DEFAULT_DEPENDENCY_POLICY,
   mergeDependencyPolicy,
@@ -15,16 +15,8 @@ import { EventEmitter } from '../events';
 import { HeldDenial } from './held-denial';
 import { LocalGuard } from './local-guard';
 import { LocalLimits } from './local-limits';
-
-/** The coordinator's own latency bounds (libs/core): its fleet histogram adds these counts up as they are. */
-const REPORTED_BOUNDS_MS = [...LATENCY_BOUNDS_MS];
-
-/** The bucket of a latency among REPORTED_BOUNDS_MS (libs/core's `fixedBucketOf`, as a plain loop: it runs per attempt). */
-function bucketOf(ms: number): number {
-  let bucket = 0;
-  while (bucket < REPORTED_BOUNDS_MS.length && ms > REPORTED_BOUNDS_MS[bucket]) bucket++;
-  return bucket;
-}
+import { PendingReport } from './pending-report';
+import { SlotGate } from './slot-gate';
 
 /**
  * A breaker state change as the SDK sees it: pushed by the fleet (`fleet`), or made by the local
@@ -48,8 +40,9 @@ export interface BreakerWord {
 
 /**
  * Everything one process knows about one dependency, shared by every policy built for it: the
- * fleet's view (breaker state pushed over SSE or polled, policy, latency), the counts waiting for
- * the next report, and the local fallback guard.
+ * fleet's view (breaker state pushed over SSE or polled, policy, latency), kept here; the counts
+ * waiting for the next report, which also feed the local fallback guard (pending-report.ts); the
+ * local fallback guard and limits; and the calls waiting for a concurrency slot (slot-gate.ts).
  */
 export class FleetDependency {
   /** The fleet breaker state last pushed or read; undefined until the first one arrives (treated as closed). */
@@ -70,23 +63,6 @@ export class FleetDependency {
   etag: string | undefined;
   lastReadAt = Number.NEGATIVE_INFINITY;
 
-  // Counts for the next report.
-  requests = 0;
-  successes = 0;
-  failures = 0;
-  slow = 0;
-  /** Retries made on this process's own grant (its fallback decided): the fleet's budget is charged. */
-  ownRetries = 0;
-  /** Granted retries (by the fleet or the fallback) whose attempt answered: an adaptive budget gives them back. */
-  retriesSucceeded = 0;
-  samples = 0;
-  counts = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0);
-  probes: ProbeOutcome[] = [];
-  /** When the oldest unreported count was taken. */
-  pendingSince = 0;
-  /** How much of `requests` and `successes` the local guard has been handed (see {@link feedLocal}). */
-  private localFedRequests = 0;
-  private localFedSuccesses = 0;
   /** How many reporters the fleet has for this dependency, as the last report's answer said. */
   fleetSize: number | undefined;
 
@@ -96,8 +72,10 @@ export class FleetDependency {
   /** The local fallback's rate and concurrency limits. */
   readonly localLimits: LocalLimits;
   readonly changes = new EventEmitter<BreakerChange>();
-  /** Calls of this process waiting for a concurrency slot, in arrival order. */
-  private readonly slotWaiters: Array<() => void> = [];
+  /** The counts waiting for the next report. */
+  readonly pending: PendingReport;
+  /** Calls of this process waiting for a concurrency slot. */
+  private readonly slots = new SlotGate();
   private slowCallMs: number;
   private readonly localPolicy: () => DependencyPolicy;
 
@@ -121,12 +99,13 @@ export class FleetDependency {
       return cached;
     };
     this.slowCallMs = this.localPolicy().breaker.slowCallMs;
+    this.pending = new PendingReport(name, (now, requests, successes) => this.local.count(now, requests, successes));
     const share = () => this.share;
     this.local = new LocalGuard(
       this.localPolicy,
       share,
       (transition: BreakerTransition) => this.changes.emit({ dependency: name, ...transition, source: 'local' }),
-      (now) => this.feedLocal(now),
+      (now) => this.pending.feedLocal(now),
     );
     this.localLimits = new LocalLimits(this.localPolicy, share);
   }
@@ -209,103 +188,61 @@ export class FleetDependency {
 
   /** A first attempt went out. */
   recordRequest(now: number): void {
-    if (this.pendingSince === 0) this.pendingSince = now;
-    this.requests++;
+    this.pending.recordRequest(now);
   }
 
   /** A retry went out on this process's own grant, not the coordinator's. */
   recordOwnRetry(now: number): void {
-    if (this.pendingSince === 0) this.pendingSince = now;
-    this.ownRetries++;
+    this.pending.recordOwnRetry(now);
+  }
+
+  /** A probe's outcome, reported so the coordinator settles its lease. */
+  recordProbe(now: number, probe: ProbeOutcome): void {
+    this.pending.recordProbe(now, probe);
   }
 
   /** A retry granted by the fleet or the fallback answered: reported, and given back to the local budget too. */
   recordRetrySucceeded(now: number): void {
-    if (this.pendingSince === 0) this.pendingSince = now;
-    this.retriesSucceeded++;
+    this.pending.recordRetrySucceeded(now);
     this.local.countRetrySucceeded(now);
   }
 
   /**
-   * An attempt ended: `failed` when it was the dependency's failure. A plain success is only
-   * counted here (the local guard gets it in the next batch); a failed or slow outcome goes to the
-   * local guard at once, since it may open its breaker.
+   * An attempt ended: `failed` when it was the dependency's failure. A failed or slow outcome goes
+   * to the local guard at once, since it may open its breaker; a plain success in the next batch.
    */
   recordOutcome(now: number, latencyMs: number, failed: boolean): void {
-    if (this.pendingSince === 0) this.pendingSince = now;
-    this.counts[bucketOf(latencyMs)]++;
-    this.samples++;
     const slow = latencyMs >= this.slowCallMs;
-    if (!failed && !slow) {
-      this.successes++;
-      return;
-    }
-    if (failed) this.failures++;
-    else {
-      this.successes++;
-      this.localFedSuccesses++;
-    }
-    if (slow) this.slow++;
-    this.local.recordOutcome(now, failed, slow);
+    if (this.pending.recordOutcome(now, latencyMs, failed, slow)) this.local.recordOutcome(now, failed, slow);
   }
 
-  /**
-   * Hands the local guard the first attempts and plain successes counted since it was last fed, as
-   * one batch: at every report, and before the guard weighs a failure or decides a retry. Counting
-   * them one by one on both sides was a measurable part of a call's cost.
-   */
-  private feedLocal(now: number): void {
-    const requests = this.requests - this.localFedRequests;
-    const successes = this.successes - this.localFedSuccesses;
-    if (requests === 0 && successes === 0) return;
-    this.localFedRequests = this.requests;
-    this.localFedSuccesses = this.successes;
-    this.local.count(now, requests, successes);
+  /** The probes waiting for the next report. */
+  get probes(): ProbeOutcome[] {
+    return this.pending.probes;
+  }
+
+  /** When the oldest unreported count was taken; 0 when there is none. */
+  get pendingSince(): number {
+    return this.pending.pendingSince;
   }
 
   get hasPending(): boolean {
-    return this.pendingSince !== 0;
+    return this.pending.hasPending;
   }
 
   /** Takes the pending counts as one report entry at `now` and starts afresh (the local guard keeps them). */
   takeReport(now: number): DependencyReport {
-    this.feedLocal(now);
-    const report: DependencyReport = {
-      dep: this.name,
-      requests: this.requests,
-      successes: this.successes,
-      failures: this.failures,
-      slow: this.slow,
-    };
-    if (this.ownRetries > 0) report.retries = this.ownRetries;
-    if (this.retriesSucceeded > 0) report.retriesSucceeded = this.retriesSucceeded;
-    if (this.samples > 0) report.latency = { boundsMs: REPORTED_BOUNDS_MS, counts: this.counts };
-    if (this.probes.length > 0) report.probes = this.probes;
-    this.requests = this.successes = this.failures = this.slow = this.samples = this.ownRetries = 0;
-    this.retriesSucceeded = 0;
-    this.localFedRequests = this.localFedSuccesses = 0;
-    this.counts = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0);
-    this.probes = [];
-    this.pendingSince = 0;
-    return report;
+    return this.pending.take(now);
   }
 
   /** Puts back a report that could not be delivered (its probes are dropped: their leases expire). */
   restoreReport(report: DependencyReport, takenAt: number): void {
-    this.requests += report.requests;
-    this.successes += report.successes;
-    // The local guard already has these.
-    this.localFedRequests += report.requests;
-    this.localFedSuccesses += report.successes;
-    this.failures += report.failures;
-    this.slow += report.slow;
-    this.ownRetries += report.retries ?? 0;
-    this.retriesSucceeded += report.retriesSucceeded ?? 0;
-    if (report.latency) {
-      report.latency.counts.forEach((count, slot) => (this.counts[slot] += count));
-      this.samples += report.latency.counts.reduce((sum, count) => sum + count, 0);
-    }
-    if (this.pendingSince === 0 || takenAt < this.pendingSince) this.pendingSince = takenAt;
+    this.pending.restore(report, takenAt);
+  }
+
+  /** Forgets pending counts at `now` (too old to matter to the fleet's window; the local guard keeps them). */
+  dropPending(now: number): void {
+    this.pending.take(now);
   }
 
   /**
@@ -313,38 +250,11 @@ export class FleetDependency {
    * back (see {@link slotReleased}; the first waiter is woken first). Rejects with the signal's reason.
    */
   waitForSlot(ms: number, signal: AbortSignal | undefined): Promise<void> {
-    return new Promise((resolve, reject) => {
-      if (signal?.aborted) {
-        reject(signal.reason);
-        return;
-      }
-      const leave = () => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        const index = this.slotWaiters.indexOf(wake);
-        if (index >= 0) this.slotWaiters.splice(index, 1);
-      };
-      const wake = () => {
-        leave();
-        resolve();
-      };
-      const onAbort = () => {
-        leave();
-        reject(signal!.reason);
-      };
-      const timer = setTimeout(wake, ms);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.slotWaiters.push(wake);
-    });
+    return this.slots.wait(ms, signal);
   }
 
   /** A slot of this process was given back (its lease's release answered): the first waiter asks again. */
   slotReleased(): void {
-    this.slotWaiters[0]?.();
-  }
-
-  /** Forgets pending counts at `now` (too old to matter to the fleet's window; the local guard keeps them). */
-  dropPending(now: number): void {
-    this.takeReport(now);
+    this.slots.released();
   }
 }

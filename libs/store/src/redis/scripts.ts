@@ -1,8 +1,9 @@
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClientContext, Result } from 'ioredis';
 import { LATENCY_BOUNDS_MS, MAX_REPORTERS } from '@sluice/core';
 import type { RedisClient } from './connection';
+import { expandIncludes } from './lua-includes';
 import { luaCodeTable } from './script-codes';
 
 export type ScriptArgument = string | number;
@@ -66,7 +67,6 @@ const LUA_DIR = join(__dirname, 'lua');
  * `<name>-N.lua` takes a number of KEYS its caller gives (ScriptRunner.runWithKeys).
  */
 const SCRIPT_FILE = /^([a-z_]+)-(\d+|N)\.lua$/;
-const INCLUDE = /^--- @include "([a-z_]+)"$/gm;
 /** `${NAME}` in a Lua source: a value generated from its one source in TypeScript. */
 const GENERATED = /\$\{([A-Z_]+)\}/g;
 const GENERATORS: Record<string, () => string> = {
@@ -92,7 +92,7 @@ export function scriptFiles(): ScriptFile[] {
 
 /**
  * A script's source as Redis runs it: its `--- @include "name"` lines replaced by
- * ./lua/includes/name.lua, and each `${NAME}` by the value generated for it (LATENCY_BOUNDS_MS of
+ * ./lua/includes/name.lua, recursively (lua-includes.ts), and each `${NAME}` by the value generated for it (LATENCY_BOUNDS_MS of
  * libs/core, the ScriptCode table), so the Lua and the TypeScript cannot drift.
  */
 export function loadScript(name: string): string {
@@ -103,9 +103,7 @@ export function loadScript(name: string): string {
 
 /** A Lua source (`file` names it in errors) with its includes and generated values written in, as loadScript does. */
 export function expandScript(source: string, file: string): string {
-  const included = source.replace(INCLUDE, (_line, include: string) =>
-    readFileSync(join(LUA_DIR, 'includes', `${include}.lua`), 'utf8'),
-  );
+  const included = expandIncludes(source, file, readInclude);
   return included.replace(GENERATED, (_placeholder, value: string) => {
     const generate = GENERATORS[value];
     if (!generate) throw new Error(`${file}: nothing generates \${${value}}`);
@@ -118,4 +116,9 @@ export function defineScripts(client: RedisClient): void {
   for (const { name, numberOfKeys } of scriptFiles()) {
     client.defineCommand(name, { lua: loadScript(name), numberOfKeys });
   }
+}
+
+function readInclude(name: string): string | undefined {
+  const path = join(LUA_DIR, 'includes', `${name}.lua`);
+  return existsSync(path) ? readFileSync(path, 'utf8') : undefined;
 }

@@ -51,7 +51,8 @@ function showQueue(container, ref) {
 
   const load = async () => {
     const cursor = cursors[cursors.length - 1];
-    const query = new URLSearchParams({ limit: String(PAGE_SIZE), ...(cursor ? { cursor } : {}) });
+    const query = new URLSearchParams({ limit: String(PAGE_SIZE) });
+    if (cursor) query.set('cursor', cursor);
     try {
       const page = await get(`${listPath}?${query}`);
       render(

@@ -77,6 +77,7 @@ async function showDocument(container, ref) {
   const reason = h('input', { maxlength: 512, autocomplete: 'off' });
   const outcome = h('div', { 'aria-live': 'polite' });
   const storedTitle = h('h3', {}, 'Stored document');
+  /** @type {{ document: unknown, version: string | null }} */
   let base = { document: null, version: null };
 
   const load = async () => {
@@ -107,10 +108,11 @@ async function showDocument(container, ref) {
     try {
       document = JSON.parse(editor.value);
     } catch (error) {
-      render(outcome, notice('error', `The document is not JSON: ${error.message}`));
+      render(outcome, notice('error', `The document is not JSON: ${/** @type {Error} */ (error).message}`));
       return;
     }
     const query = reason.value.trim() ? `?${new URLSearchParams({ reason: reason.value.trim() })}` : '';
+    /** @type {Record<string, string>} */
     const precondition = base.version ? { 'if-match': `"${base.version}"` } : { 'if-none-match': '*' };
     try {
       const answer = await request('PUT', `${documentPath(ref)}${query}`, { body: document, headers: precondition });

@@ -27,17 +27,11 @@
     then the breaker.
 ]]
 local rcall = redis.call
---- @include "codes"
---- @include "clock"
---- @include "window"
---- @include "budget"
 --- @include "breaker"
---- @include "latency"
---- @include "retry_after"
 --- @include "retry_ask"
 
 local budget = budgetPolicy(ARGV[8], ARGV[1], ARGV[9], ARGV[2], ARGV[3])
-local dep = retryDependency(budget, ARGV[6], ARGV[7], ARGV[4], ARGV[5])
+local dep = retryDependency(KEYS[1], KEYS[2], KEYS[3], budget, ARGV[6], ARGV[7], ARGV[4], ARGV[5])
 local reply = {}
 for i = 1, #KEYS - 3 do
   local at = 10 + 4 * (i - 1)

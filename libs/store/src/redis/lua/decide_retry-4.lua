@@ -35,15 +35,9 @@
     the breaker as it is now. The decision is includes/retry_ask.lua's, as in decide_retries-N.lua.
 ]]
 local rcall = redis.call
---- @include "codes"
---- @include "clock"
---- @include "window"
---- @include "budget"
 --- @include "breaker"
---- @include "latency"
---- @include "retry_after"
 --- @include "retry_ask"
 
 local budget = budgetPolicy(ARGV[11], ARGV[1], ARGV[12], ARGV[2], ARGV[3])
-local dep = retryDependency(budget, ARGV[8], ARGV[10], ARGV[6], ARGV[7])
+local dep = retryDependency(KEYS[1], KEYS[2], KEYS[3], budget, ARGV[8], ARGV[10], ARGV[6], ARGV[7])
 return breakerReply(dep.breaker, retryAsk(dep, tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[9], KEYS[4]))

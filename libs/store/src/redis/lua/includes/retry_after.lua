@@ -6,6 +6,8 @@
   successes than retries makes the net count larger. The whole window when only new requests could
   refill it. `b` is budgetPolicy's table. Call it after windowSum (pruned).
 ]]
+--- @include "budget"
+
 local function budgetRetryAfterMs(key, b, second, nowMs)
   local windowSeconds = b.windowSeconds
   local oldest = tonumber(rcall('HGET', key, 'oldest'))

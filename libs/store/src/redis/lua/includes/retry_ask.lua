@@ -4,7 +4,6 @@
   breaker, the deadline (the delay plus the fleet's p99 must fit in it), then the budget
   (budgetFits). A grant is counted and, with a request id, kept (fields rt, rs, rq, lim, cap, d:
   the budget after it and its delay).
-  Needs the includes codes, window, budget, breaker, latency and retry_after before it.
 
   `dep` is the dependency as the script sees it: budgetKey, latencyKey, budget (budgetPolicy's
   table), windowSeconds, latencyWindowSeconds, keepMs, second, nowMs and breaker (breakerNow's);
@@ -17,22 +16,29 @@
   { 0, retries, retriesSucceeded, requests, limit, cap, 0, -1 }, the budget as
   read_dependency-7.lua would read it now.
 
-  retryDependency(...) builds `dep` from KEYS[1] (budget window), KEYS[2] (breaker) and KEYS[3]
-  (latency window), which both scripts share, and the policy arguments they pass at their own places.
-  Needs the clock include too.
+  retryDependency(...) builds `dep` from the keys of the budget window, the breaker and the latency
+  window, and the policy arguments, which each script passes from its own KEYS and ARGV.
 ]]
-local function retryDependency(budget, latencyWindowSeconds, keepMs, channel, name)
+--- @include "codes"
+--- @include "clock"
+--- @include "window"
+--- @include "budget"
+--- @include "breaker"
+--- @include "latency"
+--- @include "retry_after"
+
+local function retryDependency(budgetKey, breakerKey, latencyKey, budget, latencyWindowSeconds, keepMs, channel, name)
   local second, nowMs = serverTime()
   return {
-    budgetKey = KEYS[1],
-    latencyKey = KEYS[3],
+    budgetKey = budgetKey,
+    latencyKey = latencyKey,
     budget = budget,
     windowSeconds = budget.windowSeconds,
     latencyWindowSeconds = tonumber(latencyWindowSeconds),
     keepMs = tonumber(keepMs),
     second = second,
     nowMs = nowMs,
-    breaker = breakerNow(KEYS[2], nowMs, channel, name),
+    breaker = breakerNow(breakerKey, nowMs, channel, name),
   }
 end
 

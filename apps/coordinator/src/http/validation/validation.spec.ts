@@ -1,8 +1,9 @@
 import type { OpenAPIObject } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
-import { ApiError } from './api-error';
-import { BODY_LIMITS, JsonShapeScanner, checkBodyShape } from './body-shape';
-import { compileRequestValidators, shapeError, validateRequest } from './request-validation';
+import { ApiError } from '../../common/api-error';
+import { BODY_LIMITS, JsonShapeScanner, checkBodyShape } from '../body-shape';
+import { compileRequestValidators } from './compile';
+import { shapeError, validateRequest } from './install';
 
 /** `depth` arrays inside each other (the innermost empty). */
 const nested = (depth: number): unknown => {

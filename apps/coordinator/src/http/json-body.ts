@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { ApiError, validationFailed } from './api-error';
+import { ApiError, validationFailed } from '../common/api-error';
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
 

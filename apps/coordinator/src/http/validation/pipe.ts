@@ -1,9 +1,9 @@
 import { ValidationPipe, type ArgumentMetadata } from '@nestjs/common';
-import { flattenValidationErrors } from '../config/validation-messages';
-import { validationFailed } from './api-error';
+import { flattenValidationErrors } from '../../config/validation-messages';
+import { validationFailed } from '../../common/api-error';
 
 /**
- * Request DTOs whose every rule the compiled request schemas state (request-validation.ts checks
+ * Request DTOs whose every rule the compiled request schemas state (install.ts checks
  * them, before any pipe): the pipe hands them on as they are, with no class-transformer instance
  * and no second, reflective class-validator pass. The decision routes' DTOs and the path
  * parameters' classes; a DTO with a rule the document cannot state stays with the pipe.

@@ -19,10 +19,10 @@ import type { FastifyReply } from 'fastify';
 import request from 'supertest';
 import { AuthGuard } from '../auth/auth.guard';
 import { TokenRegistry } from '../auth/token-registry';
-import { ApiError } from './api-error';
+import { ApiError } from '../common/api-error';
 import { installDirectRoutes, ServedDirectly } from './direct-routes';
-import { HttpErrorFilter } from './http-error.filter';
-import { CheckedBySchema, createValidationPipe } from './validation.pipe';
+import { HttpErrorFilter } from './error-writer';
+import { CheckedBySchema, createValidationPipe } from './validation/pipe';
 
 // A served-directly route must answer exactly what Nest's pipeline answers for the same route, so
 // each case below is asked of a twin pair: `direct` (built handler) and `nest` (Nest's pipeline).

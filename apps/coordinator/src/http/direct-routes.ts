@@ -12,13 +12,15 @@ import {
   ROUTE_ARGS_METADATA,
 } from '@nestjs/common/constants';
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
-import { ApplicationConfig, ModulesContainer } from '@nestjs/core';
+import { ApplicationConfig } from '@nestjs/core';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { AuthGuard, type AuthenticatedRequest } from '../auth/auth.guard';
-import { sendError } from './http-error.filter';
-import { validateAgainst, type RequestValidators } from './request-validation';
-import { isCheckedBySchema } from './validation.pipe';
+import { controllerRoutes, type ControllerRoute } from './controller-routes';
+import { sendError } from './error-writer';
+import type { RequestValidators } from './validation/compile';
+import { validateAgainst } from './validation/install';
+import { isCheckedBySchema } from './validation/pipe';
 
 const SERVED_DIRECTLY = 'sluice:served-directly';
 
@@ -46,8 +48,7 @@ export interface DirectRouteParts {
   pipe: PipeTransform;
 }
 
-/** A controller method, as Nest's metadata holds it. */
-type Method = (...args: never[]) => unknown;
+type Method = ControllerRoute['method'];
 type ArgumentOf = (request: FastifyRequest, reply: FastifyReply) => unknown;
 type Handler = (request: FastifyRequest, reply: FastifyReply) => void;
 
@@ -64,19 +65,10 @@ interface ArgumentSpec {
 export function installDirectRoutes(app: NestFastifyApplication, parts: DirectRouteParts): void {
   const auth = app.get(AuthGuard);
   const handlers = new Map<string, Handler>();
-  for (const module of app.get(ModulesContainer).values()) {
-    for (const wrapper of module.controllers.values()) {
-      const instance = wrapper.instance as Record<string, unknown> | undefined;
-      const controller = wrapper.metatype as Type | undefined;
-      if (!instance || !controller) continue;
-      for (const name of Object.getOwnPropertyNames(controller.prototype)) {
-        if (name === 'constructor') continue;
-        const method = (controller.prototype as Record<string, unknown>)[name];
-        if (typeof method !== 'function' || Reflect.getMetadata(SERVED_DIRECTLY, method) !== true) continue;
-        const route = `${RequestMethod[Reflect.getMetadata(METHOD_METADATA, method) as RequestMethod]} ${urlOf(controller, method)}`;
-        handlers.set(route, buildHandler({ route, controller, instance, name, method: method as Method, auth, parts }));
-      }
-    }
+  for (const { controller, instance, name, method } of controllerRoutes(app)) {
+    if (Reflect.getMetadata(SERVED_DIRECTLY, method) !== true) continue;
+    const route = `${RequestMethod[Reflect.getMetadata(METHOD_METADATA, method) as RequestMethod]} ${urlOf(controller, method)}`;
+    handlers.set(route, buildHandler({ route, controller, instance, name, method, auth, parts }));
   }
   const config = app.get(ApplicationConfig);
   app

@@ -1,6 +1,6 @@
 import { RouteSchema } from '@nestjs/platform-fastify';
-import type { Schema } from './schema-helpers';
-import { RESPONSE_SCHEMAS, type ResponseComponents } from './schemas';
+import type { Schema } from '../openapi/schema-helpers';
+import { RESPONSE_SCHEMAS, type ResponseComponents } from '../openapi/schemas';
 
 const REF = '#/components/schemas/';
 /** What a serializer needs of a schema: its shape, not its words. */
@@ -36,7 +36,8 @@ function inline(schema: Schema): Record<string, unknown> {
     result.properties = Object.fromEntries(Object.entries(schema.properties).map(([name, p]) => [name, inline(p)]));
   }
   if (schema.items) result.items = inline(schema.items);
-  if (typeof schema.additionalProperties === 'object') result.additionalProperties = inline(schema.additionalProperties);
+  if (typeof schema.additionalProperties === 'object')
+    result.additionalProperties = inline(schema.additionalProperties);
   for (const key of ['allOf', 'anyOf', 'oneOf'] as const) if (schema[key]) result[key] = schema[key].map(inline);
   return result;
 }

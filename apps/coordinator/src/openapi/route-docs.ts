@@ -14,7 +14,8 @@ import {
   type SchemaObject,
 } from '@nestjs/swagger';
 import type { ErrorCode } from '@sluice/protocol';
-import { BODY_LIMIT_BYTES } from '../common/body-limit';
+import type { RouteKind } from '../auth/route-kind';
+import { BODY_LIMIT_BYTES } from '../http/body-limit';
 import { dtoSchema } from './request-schemas';
 import { componentRef as ref } from './schema-helpers';
 import type { RESPONSE_SCHEMAS } from './schemas';
@@ -154,26 +155,14 @@ export const tooManyDependencies = (field = 'dep'): ErrorDoc => ({
     `(default 1000) distinct dependencies; one unused for a day frees its place. \`details\` names \`${field}\`.`,
 });
 
-type Kind = 'public' | 'client' | 'decision' | 'admin';
-
-/** Routes that need no token: health, metrics (and the documentation itself). */
-export const PublicRoute = (doc: RouteDoc): MethodDecorator => route('public', doc);
-
-/** `/v1` routes: a `client` or `admin` token whose namespaces include `{ns}`. */
-export const ClientRoute = (doc: RouteDoc): MethodDecorator => route('client', doc);
-
-/**
- * The decision endpoints (retry, admit, take): a denial is not an error but a 200 with
- * `allow: false`; a store that does not answer is a prompt 503 the SDKs fall back on.
- */
-export const DecisionRoute = (doc: RouteDoc): MethodDecorator => route('decision', doc);
-
-/** `/admin/v1` routes: an `admin` token. */
-export const AdminRoute = (doc: RouteDoc): MethodDecorator => route('admin', doc);
-
 const DECISION_NOTE = 'A decision that says no is not an error: the answer is 200 with `allow: false` and a `reason`.';
 
-function route(kind: Kind, doc: RouteDoc): MethodDecorator {
+/**
+ * The OpenAPI operation of a route of this kind: its parameters and body read from the handler's
+ * parameter decorators, its answers, and the errors every route of its kind may answer. Applied by
+ * the route decorators of http/routes.ts, which set the route's access and serializer with it.
+ */
+export function documentRoute(kind: RouteKind, doc: RouteDoc): MethodDecorator {
   return (target, key, descriptor) => {
     const args = routeArguments(target, key);
     const errors: ErrorDoc[] = [];

@@ -2,7 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/co
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorCode } from '@sluice/protocol';
 import { isStoreUnavailableError } from '@sluice/store';
-import { ApiError, storeUnavailable } from './api-error';
+import { ApiError, storeUnavailable } from '../common/api-error';
 
 const CODES_BY_STATUS: Record<number, ErrorCode> = {
   400: 'validation_failed',
