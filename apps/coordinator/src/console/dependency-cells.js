@@ -28,7 +28,7 @@ export function breakerCell(breaker) {
 /**
  * retries / limit with a bar; under an adaptive budget, the retries that succeeded (given back) and
  * the cap too. An exhausted budget is marked in words as well as colour.
- * @param {import('@sluice/protocol').BudgetView | undefined} budget
+ * @param {(import('@sluice/protocol').BudgetView & { mode?: import('@sluice/protocol').BudgetMode }) | undefined} budget
  */
 export function budgetCell(budget) {
   if (!budget) return '—';
