@@ -7,7 +7,7 @@ import type { RunningCoordinator } from '../support/coordinator';
 import { startCountingProxy, type CountingProxy } from '../support/counting-proxy';
 import { fail, ok, startFlakyServer, type FlakyServer } from '../support/flaky-server';
 import { findFreePort } from '../support/ports';
-import { waitUntil } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import { breakerAction, startShopCoordinator } from '../support/sdk';
 
 describe('polling GET /deps/{dep} with ETags when the event stream is not used', () => {

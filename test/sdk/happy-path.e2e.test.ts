@@ -5,7 +5,7 @@ import { startCoordinatorProcess, type CoordinatorProcess } from '../support/coo
 import { startCountingProxy, type CountingProxy } from '../support/counting-proxy';
 import { ok, startFlakyServer, type FlakyServer } from '../support/flaky-server';
 import { findFreePort } from '../support/ports';
-import { waitUntil } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import { breakerAction, metric, startShopCoordinator } from '../support/sdk';
 
 describe('zero hops on the happy path', () => {

@@ -4,7 +4,7 @@ import { Sluice, isLimitedError, type LimitedError } from '@sluice/client';
 import { DEFAULT_DEPENDENCY_POLICY, mergeDependencyPolicy, type AdmitDecision } from '@sluice/protocol';
 import type { RunningCoordinator } from '../support/coordinator';
 import { startCountingProxy, type CountingProxy } from '../support/counting-proxy';
-import { waitUntil } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import { metric, startShopCoordinator } from '../support/sdk';
 
 /** A loopback server answering `/<dep>/…?ms=N` after N ms, counting the requests in progress per dependency. */

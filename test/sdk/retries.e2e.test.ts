@@ -8,7 +8,7 @@ import {
 } from '@sluice/client';
 import type { RunningCoordinator } from '../support/coordinator';
 import { fail, ok, startFlakyServer, type FlakyServer } from '../support/flaky-server';
-import { waitUntil } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import { QUICK_BACKOFF, retryDecisions, startShopCoordinator } from '../support/sdk';
 
 /** Rejects with what `promise` rejected with, or fails the test if it resolved. */

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { waitUntil } from './redis-server';
+import { waitUntil } from './time';
 
 const MAIN = join(__dirname, '../../dist/apps/coordinator/src/main.js');
 /** The entry point started: SLUICE_TEST_COORDINATOR_MAIN (a private copy of the build) when set. */

@@ -4,7 +4,7 @@ import type { SluiceConfig } from '../../apps/coordinator/src/config/config';
 import { createTestCoordinator, startCoordinator } from './coordinator';
 import { writePoliciesFile } from './policies';
 import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from './redis';
-import { waitUntil } from './redis-server';
+import { waitUntil } from './time';
 
 export interface FixtureOptions {
   /**
