@@ -51,7 +51,8 @@ async function main() {
   });
   const sluice = new Sluice({ baseUrls: [baseUrl], namespace: 'bench', logger: false });
   try {
-    await waitReady(`${baseUrl}/health/ready`, coordinator);
+    // A minute: on a shared machine under load, a coordinator has taken over 20 s to boot.
+    await waitReady(`${baseUrl}/health/ready`, coordinator, 60_000);
     const payments = sluice.dependency('payments', { idempotent: true });
     const policy = retry(handleAll, { maxAttempts: 3, backoff: new ExponentialBackoff() });
 
