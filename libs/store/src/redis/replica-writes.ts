@@ -73,11 +73,13 @@ export class ReplicaWrites {
   }
 
   private open(): ScriptRunner {
-    const { client } = this;
-    this.runner ??= new ScriptRunner(
-      client instanceof Cluster ? client.duplicate() : client.duplicate(),
-      this.timeoutMs,
-    );
+    if (this.runner === undefined) {
+      const { client } = this;
+      const connection = client instanceof Cluster ? client.duplicate() : client.duplicate();
+      // Its failures are the store's connection's too, which reports them; a call on it fails as the store's.
+      connection.on('error', () => undefined);
+      this.runner = new ScriptRunner(connection, this.timeoutMs);
+    }
     return this.runner;
   }
 
