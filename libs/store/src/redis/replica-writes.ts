@@ -1,7 +1,7 @@
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, type Redis } from 'ioredis';
 import { StoreUnavailableError } from '../errors';
-import type { RedisClient } from './connection';
+import { disconnectRedisClient, type RedisClient } from './connection';
 import { ScriptRunner } from './script-runner';
 import type { ScriptArgument, ScriptName, ScriptReplies } from './scripts';
 
@@ -69,7 +69,7 @@ export class ReplicaWrites {
 
   close(): void {
     this.runner?.close();
-    this.runner?.client.disconnect();
+    if (this.runner) disconnectRedisClient(this.runner.client);
   }
 
   private open(): ScriptRunner {
