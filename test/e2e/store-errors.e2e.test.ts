@@ -12,7 +12,7 @@ describe('the built service when its Redis is killed', () => {
 
   beforeAll(async () => {
     await server.start();
-    coordinator = await startCoordinatorProcess(await findFreePort(), { SLUICE_REDIS_URL: server.url }, 60_000);
+    coordinator = await startCoordinatorProcess(await findFreePort(), { SLUICE_REDIS_URL: server.url });
   });
 
   afterAll(async () => {
