@@ -3,11 +3,15 @@
 // process's CPU time (user + system), which other processes' load on a shared machine disturbs less.
 // Run with `npm run bench:sdk` (builds the service and the client package first). The client is the
 // package as published (libs/client/dist, one bundle), connected to a real coordinator (the built
-// service, embedded store) with its event stream and reports running.
+// service, embedded store) with its event stream and reports running. It runs once on every
+// supported Node.js line (each a child process of its own, one after the other; .ci/node-line gives
+// the binaries).
+import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ExponentialBackoff, handleAll, retry } from 'cockatiel';
+import { nodeLines } from '../support/node-lines.mjs';
 import { freePort, startChild, stopChild, waitReady } from './support.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -47,7 +51,8 @@ async function main() {
   });
   const sluice = new Sluice({ baseUrls: [baseUrl], namespace: 'bench', logger: false });
   try {
-    await waitReady(`${baseUrl}/health/ready`, coordinator);
+    // A minute: on a shared machine under load, a coordinator has taken over 20 s to boot.
+    await waitReady(`${baseUrl}/health/ready`, coordinator, 60_000);
     const payments = sluice.dependency('payments', { idempotent: true });
     const policy = retry(handleAll, { maxAttempts: 3, backoff: new ExponentialBackoff() });
 
@@ -103,7 +108,21 @@ function printTable(header, rows) {
   rows.forEach((row) => console.log(line(row)));
 }
 
-main().catch((error) => {
+/** Runs this file again on each supported line, in turn. */
+function onEveryLine() {
+  const failed = [];
+  for (const { line, node } of nodeLines()) {
+    console.log(`\n## Node ${line}\n`);
+    const run = spawnSync(node, [fileURLToPath(import.meta.url)], {
+      stdio: 'inherit',
+      env: { ...process.env, BENCH_SDK_ONE_LINE: '1' },
+    });
+    if (run.status !== 0) failed.push(line);
+  }
+  if (failed.length > 0) throw new Error(`bench:sdk failed on Node ${failed.join(', ')}`);
+}
+
+(process.env.BENCH_SDK_ONE_LINE ? main() : Promise.resolve().then(onEveryLine)).catch((error) => {
   console.error(error);
   process.exitCode = 1;
 });

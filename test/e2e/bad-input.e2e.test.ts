@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import request from 'supertest';
-import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { ADMIN_TOKEN, SHOP_TOKEN, bearer, createTestCoordinator } from '../support/coordinator';
+import { ADMIN_TOKEN, SHOP_TOKEN, bearer } from '../support/coordinator';
+import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
 
 /**
@@ -577,13 +577,13 @@ deadLetterCases.push(
 describe('bad input (Redis store, tokens on)', () => {
   const keyPrefix = uniquePrefix('bad-input');
   const policyDir = mkdtempSync(join(tmpdir(), 'sluice-bad-input-'));
-  let app: NestFastifyApplication;
+  let coordinator: TestCoordinator;
   let redis: Redis;
   let before: { retries: number; requests: number; limit: number; windowSeconds: number };
   let seededToken: string;
   let keyBefore: unknown;
 
-  const server = () => app.getHttpServer();
+  const server = () => coordinator.server;
   const readBudget = async (dep = DEP): Promise<typeof before> => {
     const res = await request(server()).get(`/v1/${NS}/deps/${dep}`).set('authorization', ADMIN).expect(200);
     return res.body.budget;
@@ -595,11 +595,8 @@ describe('bad input (Redis store, tokens on)', () => {
     const policiesFile = join(policyDir, 'policies.json');
     writeFileSync(policiesFile, JSON.stringify({ namespaces: { [NS]: { default: windows } } }));
     redis = new Redis(SHARED_REDIS_URL);
-    app = await createTestCoordinator({
-      tokens: [ADMIN_TOKEN, SHOP_TOKEN],
-      redisUrl: SHARED_REDIS_URL,
-      keyPrefix,
-      policiesFile,
+    coordinator = await testCoordinator({
+      config: { tokens: [ADMIN_TOKEN, SHOP_TOKEN], redisUrl: SHARED_REDIS_URL, keyPrefix, policiesFile },
     });
 
     // As an admin: deposit 40 requests on the target, then take two retries.
@@ -622,7 +619,7 @@ describe('bad input (Redis store, tokens on)', () => {
   });
 
   afterAll(async () => {
-    await app?.close();
+    await coordinator?.close();
     if (redis) {
       await deleteKeysWithPrefix(redis, `${keyPrefix}:`);
       redis.disconnect();

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { findFreePort } from '../support/ports';
 import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
-import { waitUntil } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 
 const MAIN = join(__dirname, '../../dist/apps/coordinator/src/main.js');
 

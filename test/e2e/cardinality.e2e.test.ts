@@ -5,7 +5,7 @@ import {
 } from '../../apps/coordinator/src/dependencies/dependency-registry.service';
 import { PolicyService } from '../../apps/coordinator/src/policies/policy.service';
 import { STORE } from '../../apps/coordinator/src/store/store.provider';
-import { createCoordinatorOn, type TestCoordinator } from '../support/test-coordinator';
+import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 const NAMESPACE_CAP = 50;
 const DEPENDENCY_CAP = 100;
@@ -44,11 +44,11 @@ describe('bounded cardinality: names nobody registered never become series or ma
   let inject: Inject;
 
   beforeAll(async () => {
-    coordinator = await createCoordinatorOn(
-      true,
-      {},
-      { maxNamespaces: NAMESPACE_CAP, maxDependenciesPerNamespace: DEPENDENCY_CAP },
-    );
+    coordinator = await testCoordinator({
+      redis: true,
+      policies: {},
+      config: { maxNamespaces: NAMESPACE_CAP, maxDependenciesPerNamespace: DEPENDENCY_CAP },
+    });
     app = coordinator.app;
     inject = app.getHttpAdapter().getInstance().inject.bind(app.getHttpAdapter().getInstance()) as unknown as Inject;
   });

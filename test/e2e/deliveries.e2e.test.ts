@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { ADMIN_TOKEN, SHOP_TOKEN, bearer } from '../support/coordinator';
-import { createCoordinatorOn, type TestCoordinator } from '../support/test-coordinator';
+import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 const POLICIES = {
   namespaces: {
@@ -25,7 +25,11 @@ describe.each([
   const deadLetters = (queue: string) => `/admin/v1/shop/queues/${queue}/dead-letters`;
 
   beforeAll(async () => {
-    coordinator = await createCoordinatorOn(useRedis, POLICIES, { tokens: [ADMIN_TOKEN, SHOP_TOKEN] });
+    coordinator = await testCoordinator({
+      redis: useRedis,
+      policies: POLICIES,
+      config: { tokens: [ADMIN_TOKEN, SHOP_TOKEN] },
+    });
     server = coordinator.server;
   });
   afterAll(() => coordinator?.close());

@@ -1,7 +1,8 @@
 import request from 'supertest';
 import { SluiceKeys } from '@sluice/store';
 import { uniquePrefix } from '../support/redis';
-import { RedisServerProcess, waitUntil } from '../support/redis-server';
+import { RedisServerProcess } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 /*

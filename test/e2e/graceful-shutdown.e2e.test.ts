@@ -3,8 +3,7 @@ import { existsSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { findFreePort } from '../support/ports';
-import { waitUntil } from '../support/redis-server';
-import { sleep } from '../support/time';
+import { sleep, waitUntil } from '../support/time';
 
 // SIGTERM to the built service under load: it stops accepting connections, ends its event streams
 // cleanly, finishes every request it already received, closes the store and exits 0.

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import request from 'supertest';
 import { SHARED_REDIS_URL } from '../support/redis';
 import { startCoordinators, type Coordinators } from '../support/sdk-suites';
-import { createCoordinatorOn, type TestCoordinator } from '../support/test-coordinator';
+import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 const BINARY = randomBytes(4096);
 const STORED = {
@@ -37,7 +37,7 @@ describe.each([
 
   beforeAll(async () => {
     const policies = { namespaces: { capped: { idempotency: { maxRetentionSeconds: 3600 } } } };
-    coordinator = await createCoordinatorOn(useRedis, policies);
+    coordinator = await testCoordinator({ redis: useRedis, policies });
     server = coordinator.server;
   });
   afterAll(() => coordinator?.close());

@@ -12,7 +12,8 @@ import type {
 } from '@nestjs/swagger';
 import request from 'supertest';
 import { formatDocument } from '../../apps/coordinator/src/openapi/generate';
-import { ADMIN_TOKEN, SHOP_TOKEN, bearer, createTestCoordinator } from '../support/coordinator';
+import { ADMIN_TOKEN, SHOP_TOKEN, bearer } from '../support/coordinator';
+import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 // The OpenAPI document against the app itself: every route Fastify registered is documented (and
 // nothing else), with the security the guard enforces, the request schemas the validation pipe
@@ -112,6 +113,7 @@ for (const path of [
 }
 
 describe('OpenAPI document', () => {
+  let coordinator: TestCoordinator;
   let app: NestFastifyApplication;
   let server: ReturnType<NestFastifyApplication['getHttpServer']>;
   let document: OpenAPIObject;
@@ -120,15 +122,15 @@ describe('OpenAPI document', () => {
   const client = bearer(SHOP_TOKEN);
 
   beforeAll(async () => {
-    app = await createTestCoordinator({ tokens: [ADMIN_TOKEN, SHOP_TOKEN] });
-    server = app.getHttpServer();
+    coordinator = await testCoordinator({ config: { tokens: [ADMIN_TOKEN, SHOP_TOKEN] } });
+    ({ app, server } = coordinator);
     const res = await request(server).get('/docs-json').expect(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     document = JSON.parse(res.text) as OpenAPIObject;
     operations = operationsOf(document);
   });
 
-  afterAll(() => app.close());
+  afterAll(() => coordinator?.close());
 
   const operation = (method: string, path: string): OperationObject => {
     const found = operations.find((entry) => entry.method === method && entry.path === path);

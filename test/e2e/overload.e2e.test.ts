@@ -1,6 +1,7 @@
 import { sustainedDelayMs } from '../../apps/coordinator/src/http/event-loop-delay';
 import { shedReason } from '../../apps/coordinator/src/http/load-shedding';
-import { RedisServerProcess, waitUntil } from '../support/redis-server';
+import { RedisServerProcess } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 const RETRY = { attempt: 1, idempotent: true, status: 503 };

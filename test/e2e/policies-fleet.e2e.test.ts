@@ -5,7 +5,8 @@ import { POLICY_CACHE_TTL_MS, PolicyService } from '../../apps/coordinator/src/p
 import { STORE } from '../../apps/coordinator/src/store/store.provider';
 import { ADMIN_TOKEN, bearer } from '../support/coordinator';
 import { findFreePort } from '../support/ports';
-import { RedisServerProcess, waitUntil } from '../support/redis-server';
+import { RedisServerProcess } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import { testCoordinator, type TestCoordinator, type TestInstance } from '../support/test-coordinator';
 
 /**

@@ -1,34 +1,7 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { startCoordinatorProcess, type CoordinatorProcess } from '../support/coordinator-process';
 import { findFreePort } from '../support/ports';
-import { readmeLinePattern } from '../support/readme';
-
-const README = join(__dirname, '../../README.md');
-
-interface Step {
-  /** The commands of one `sh` block, as pasted. */
-  script: string;
-  /** The lines the following `text` block says they print; `…` stands for anything. */
-  expected: string[];
-}
-
-/** The walk-through's `sh` blocks, each with the `text` block that follows it. */
-function walkThrough(markdown: string): Step[] {
-  const section = markdown.slice(
-    markdown.indexOf('## Walk-through'),
-    markdown.indexOf('\n## ', markdown.indexOf('## Walk-through') + 3),
-  );
-  const blocks = [...section.matchAll(/```(sh|text)\n([\s\S]*?)```/g)].map(([, kind, text]) => ({ kind, text }));
-  const steps: Step[] = [];
-  for (let i = 0; i < blocks.length; i++) {
-    if (blocks[i].kind !== 'sh') continue;
-    const output = blocks[i + 1]?.kind === 'text' ? blocks[i + 1].text : '';
-    steps.push({ script: blocks[i].text, expected: output.split('\n').filter(Boolean) });
-  }
-  return steps;
-}
+import { walkthroughLinePattern, walkthroughSteps } from '../support/doc-walkthrough';
 
 function bash(script: string): Promise<string> {
   return new Promise((resolve, reject) =>
@@ -41,7 +14,7 @@ function bash(script: string): Promise<string> {
 describe('the README walk-through, pasted in order into a fresh service', () => {
   let coordinator: CoordinatorProcess;
   let port: number;
-  const steps = walkThrough(readFileSync(README, 'utf8'));
+  const steps = walkthroughSteps('README.md', '## Walk-through');
 
   beforeAll(async () => {
     port = await findFreePort();
@@ -70,7 +43,7 @@ describe('the README walk-through, pasted in order into a fresh service', () => 
       printed.forEach((line, i) =>
         expect({ command: commands[i], line }).toEqual({
           command: commands[i],
-          line: expect.stringMatching(readmeLinePattern(expected[i])),
+          line: expect.stringMatching(walkthroughLinePattern(expected[i])),
         }),
       );
     }

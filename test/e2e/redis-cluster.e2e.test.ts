@@ -1,6 +1,8 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import calculateSlot from 'cluster-key-slot';
 import type { Cluster } from 'ioredis';
-import { createRedisClient, type RedisStore } from '@sluice/store';
+import { createRedisClient, disconnectRedisClient, type RedisStore } from '@sluice/store';
 import { redisStoreUnderTest, redisStoresUnderTest } from '../../libs/store/test/redis-under-test';
 import { describeConcurrencyConformance } from '../../libs/store/test/concurrency-conformance';
 import { describeDeadLetterBoundsConformance } from '../../libs/store/test/dead-letter-bounds-conformance';
@@ -20,6 +22,9 @@ import { testCoordinator, type TestCoordinator, type TestInstance } from '../sup
 
 const post = (url: string, body: unknown) =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+/** The built store's connection module (npm run build). */
+const CONNECTION_BUILD = join(__dirname, '../../dist/libs/store/src/redis/connection.js');
 
 let cluster: Promise<RedisClusterProcess> | undefined;
 const startedCluster = () => (cluster ??= RedisClusterProcess.start());
@@ -144,7 +149,7 @@ describe('retry budget end to end on Redis Cluster', () => {
     );
     expect(holders.filter((count) => count > 0).length).toBeGreaterThan(1);
     await deleteKeysWithPrefix(client, `${fleet.keyPrefix}:{shop/`);
-    client.disconnect();
+    disconnectRedisClient(client);
   });
 
   it('carries a trip through instance A to an event stream on instance B over sharded pub/sub', async () => {
@@ -159,5 +164,39 @@ describe('retry budget end to end on Redis Cluster', () => {
     expect(event.data).toMatchObject({ dep: 'ledger', state: 'forced_open' });
     console.log(`cluster: trip through A seen on B after ${event.receivedAt - sentAt} ms`);
     stream.close();
+  });
+});
+
+// A process holding a closed Cluster client exits (a child process: jest keeps its own alive).
+describe('a Cluster client closed while it reads the slot map', () => {
+  it('lets its process exit: no refresh timer is left behind', async () => {
+    const { nodes } = await startedCluster();
+    const script = `
+      const { createRedisClient, disconnectRedisClient } = require(${JSON.stringify(CONNECTION_BUILD)});
+      const client = createRedisClient({ clusterNodes: ${JSON.stringify(nodes)}, commandTimeoutMs: 2000 });
+      client.on('error', () => undefined);
+      // Closed just as its periodic read of the slot map has started, so that read is under way.
+      const refresh = client.refreshSlotsCache.bind(client);
+      let ready = false;
+      client.refreshSlotsCache = (callback) => {
+        refresh(callback);
+        if (ready && callback) {
+          ready = false;
+          disconnectRedisClient(client);
+        }
+      };
+      client.once('ready', () => (ready = true));`;
+    const child = spawn(process.execPath, ['-e', script], { stdio: 'pipe' });
+    let output = '';
+    child.stderr.on('data', (chunk) => (output += chunk));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    let timer: NodeJS.Timeout | undefined;
+    const code = await Promise.race([
+      exited,
+      new Promise<'running'>((resolve) => (timer = setTimeout(resolve, 10_000, 'running'))),
+    ]);
+    clearTimeout(timer);
+    if (code === 'running') child.kill('SIGKILL');
+    expect({ code, output }).toEqual({ code: 0, output: '' });
   });
 });

@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { REQUEST_ID_PATTERN } from '@sluice/protocol';
-import { createCoordinatorOn, type TestCoordinator } from '../support/test-coordinator';
+import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 /*
  * Caller-chosen ids through HTTP (docs/api.md, Conventions: "a 503 must never hide a change"): asking
@@ -36,7 +36,7 @@ describe.each([
 
   beforeAll(async () => {
     // No shedding on event-loop delay: a busy test machine is not what these tests are about.
-    coordinator = await createCoordinatorOn(useRedis, POLICIES, { maxEventLoopDelayMs: 0 });
+    coordinator = await testCoordinator({ redis: useRedis, policies: POLICIES, config: { maxEventLoopDelayMs: 0 } });
     server = coordinator.server;
   });
   afterAll(() => coordinator?.close());

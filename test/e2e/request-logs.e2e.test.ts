@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { findFreePorts } from '../support/ports';
-import { waitUntil } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 
 // The built service's logs: one pino instance for Fastify and Nest, so every line is one JSON object
 // on stdout, SLUICE_LOG_LEVEL applies to both, and a line written about a request (by the error

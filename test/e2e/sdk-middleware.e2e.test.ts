@@ -15,7 +15,7 @@ import {
   type IdempotencyOptions,
 } from '@sluice/client';
 import { findFreePort } from '../support/ports';
-import { waitUntil } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 /**

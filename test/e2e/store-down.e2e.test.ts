@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { loadScript } from '../../libs/store/src/redis/scripts';
-import { RedisServerProcess, redisCli, waitUntil } from '../support/redis-server';
+import { RedisServerProcess, redisCli } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 
 // Requirement: "Store down: with Redis stopped, the retry endpoint answers 503 store_unavailable

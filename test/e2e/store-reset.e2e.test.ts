@@ -1,4 +1,5 @@
-import { RedisServerProcess, waitUntil } from '../support/redis-server';
+import { RedisServerProcess } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import {
   TRIP,
   call,

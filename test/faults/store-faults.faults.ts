@@ -4,7 +4,8 @@ import { performance } from 'node:perf_hooks';
 import calculateSlot from 'cluster-key-slot';
 import { CLUSTER_SLOTS_REFRESH_MS } from '../../libs/store/src/redis/connection';
 import { RedisClusterProcess } from '../support/redis-cluster';
-import { RedisServerProcess, redisCli, waitUntil } from '../support/redis-server';
+import { RedisServerProcess, redisCli } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import {
   FLEET_POLICIES,
   call,

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { startCoordinatorProcess, type CoordinatorProcess } from '../support/coordinator-process';
 import { findFreePort } from '../support/ports';
-import { waitUntil } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import { metric } from '../support/sdk';
 
 /**
@@ -23,6 +23,8 @@ import { metric } from '../support/sdk';
  * needs from the npm registry (TypeScript, Nest). The scratch project's files are in ./scratch.
  */
 const PACKAGE_DIR = join(__dirname, '../../libs/client');
+/** Prints the supported Node.js lines, or a binary of one (installed once into .ci/.node/<line>). */
+const NODE_LINE = join(__dirname, '../../.ci/node-line');
 const SCRATCH_FILES = join(__dirname, 'scratch');
 const INSTALL = ['install', '--prefer-offline', '--no-audit', '--no-fund'];
 /** What the scratch project itself installs from the registry, beside the tarball. */
@@ -74,7 +76,8 @@ describe('the packed @sluice/client, installed into a fresh project', () => {
   let work: string;
   let scratch: string;
   let tarball: string;
-  let node22: string;
+  /** A binary of every supported Node.js line but this process's, by version. */
+  let otherLines: Array<{ node: string; version: string }>;
   let coordinator: CoordinatorProcess;
   const children: ChildProcess[] = [];
 
@@ -89,12 +92,13 @@ describe('the packed @sluice/client, installed into a fresh project', () => {
     for (const name of readdirSync(SCRATCH_FILES)) copyFileSync(join(SCRATCH_FILES, name), join(scratch, name));
     await run('npm', [...INSTALL, tarball, ...SCRATCH_DEPENDENCIES], scratch);
 
-    // Node 22 from the registry's `node` package, in a directory of its own (its bin is `node`).
-    const nodeDir = join(work, 'node22');
-    mkdirSync(nodeDir);
-    writeFileSync(join(nodeDir, 'package.json'), JSON.stringify({ name: 'node22', private: true }));
-    await run('npm', [...INSTALL, 'node@22'], nodeDir);
-    node22 = join(nodeDir, 'node_modules/node/bin/node');
+    const lines = (await run('bash', [NODE_LINE], scratch)).trim().split(' ');
+    otherLines = [];
+    for (const line of lines.filter((line) => line !== process.versions.node.split('.')[0])) {
+      const node = (await run('bash', [NODE_LINE, line], scratch)).trim();
+      otherLines.push({ node, version: (await run(node, ['--version'], scratch)).trim() });
+    }
+    expect(otherLines.length).toBe(lines.length - 1);
 
     coordinator = await startCoordinatorProcess(await findFreePort());
   }, 15 * MINUTE);
@@ -155,7 +159,7 @@ describe('the packed @sluice/client, installed into a fresh project', () => {
     await run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', `tsconfig.${mode}.json`], scratch);
   });
 
-  it('makes one real call through the coordinator, required and imported, on this Node and on Node 22', async () => {
+  it('makes one real call through the coordinator, required and imported, on every supported Node line', async () => {
     const granted = () =>
       metric(coordinator.url, 'sluice_retry_decisions_total', {
         namespace: 'packed',
@@ -163,17 +167,15 @@ describe('the packed @sluice/client, installed into a fresh project', () => {
         result: 'granted',
       });
     const before = await granted();
-    const runs: Array<[string, string]> = [
-      [process.execPath, 'smoke.cjs'],
-      [process.execPath, 'smoke.mjs'],
-      [node22, 'smoke.cjs'],
-      [node22, 'smoke.mjs'],
-    ];
-    for (const [node, script] of runs) {
+    const nodes = [{ node: process.execPath, version: process.version }, ...otherLines];
+    const runs = nodes.flatMap(({ node, version }) =>
+      ['smoke.cjs', 'smoke.mjs'].map((script) => ({ node, version, script })),
+    );
+    for (const { node, version, script } of runs) {
       const printed = lastJson(await run(node, [script], scratch, { SLUICE_URL: coordinator.url }));
       expect(printed).toEqual({
         loader: script.endsWith('.mjs') ? 'import' : 'require',
-        node: node === node22 ? expect.stringMatching(/^v22\./) : process.version,
+        node: version,
         answer: 'answered on attempt 2',
         retries: [2],
       });

@@ -1,11 +1,11 @@
 import { Sluice, type BreakerChange } from '@sluice/client';
-import type { RunningCoordinator } from '../support/coordinator';
+import type { TestCoordinator } from '../support/test-coordinator';
 import { fail, ok, startFlakyServer, type FlakyServer } from '../support/flaky-server';
-import { waitUntil } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import { metric, startShopCoordinator } from '../support/sdk';
 
 describe('a breaker opened by reported failures, probed through admit, closed by the probe', () => {
-  let coordinator: RunningCoordinator;
+  let coordinator: TestCoordinator;
   let server: FlakyServer;
 
   beforeAll(async () => {

@@ -9,7 +9,7 @@ import {
 import { SHOP_TOKEN } from '../support/coordinator';
 import { startCountingProxy, type CountingProxy } from '../support/counting-proxy';
 import { fail, ok, startFlakyServer, type FlakyServer } from '../support/flaky-server';
-import { waitUntil } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import { QUICK_BACKOFF, failure } from '../support/sdk';
 import { testCoordinator, type TestCoordinator } from '../support/test-coordinator';
 

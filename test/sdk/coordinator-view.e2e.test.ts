@@ -3,15 +3,15 @@ import type { AddressInfo } from 'node:net';
 import { Sluice, type BreakerChange } from '@sluice/client';
 import type { DependencyView } from '@sluice/protocol';
 import { DEFAULT_DEPENDENCY_POLICY } from '@sluice/protocol';
-import type { RunningCoordinator } from '../support/coordinator';
+import type { TestCoordinator } from '../support/test-coordinator';
 import { startCountingProxy, type CountingProxy } from '../support/counting-proxy';
 import { fail, ok, startFlakyServer, type FlakyServer } from '../support/flaky-server';
 import { findFreePort } from '../support/ports';
-import { waitUntil } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import { breakerAction, startShopCoordinator } from '../support/sdk';
 
 describe('polling GET /deps/{dep} with ETags when the event stream is not used', () => {
-  let coordinator: RunningCoordinator;
+  let coordinator: TestCoordinator;
   let proxy: CountingProxy;
 
   beforeAll(async () => {

@@ -3,7 +3,8 @@ import type { DependencyView } from '@sluice/protocol';
 import { startCoordinatorProcess, type CoordinatorProcess } from '../support/coordinator-process';
 import { startCountingProxy, type CountingProxy } from '../support/counting-proxy';
 import { findFreePorts } from '../support/ports';
-import { RedisServerProcess, waitUntil } from '../support/redis-server';
+import { RedisServerProcess } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import { policiesFile, retryDecisions } from '../support/sdk';
 
 jest.setTimeout(60_000);
@@ -175,10 +176,12 @@ describe('a coordinator whose Redis is stopped answers store_unavailable: the fa
     sluice.onFallback((change) => switches.push(change));
     const orders = sluice.dependency('orders', { idempotent: true, maxAttempts: 2 });
     const call = () =>
-      orders.execute(({ attempt }) => (attempt === 1 ? reset() : 'ok')).then(
-        () => 'granted',
-        (error: unknown) => (isGiveUpError(error) ? `${error.reason} after ${error.attempts}` : String(error)),
-      );
+      orders
+        .execute(({ attempt }) => (attempt === 1 ? reset() : 'ok'))
+        .then(
+          () => 'granted',
+          (error: unknown) => (isGiveUpError(error) ? `${error.reason} after ${error.attempts}` : String(error)),
+        );
     // The fleet answers while Redis does.
     expect(await call()).toBe('granted');
     const view = (await (await fetch(`${coordinator.url}/v1/shop/deps/orders`)).json()) as DependencyView;

@@ -3,7 +3,7 @@ import type { DependencyView } from '@sluice/protocol';
 import { startCoordinatorProcess, type CoordinatorProcess } from '../support/coordinator-process';
 import { fail, ok, startFlakyServer, type FlakyServer } from '../support/flaky-server';
 import { findFreePort } from '../support/ports';
-import { waitUntil } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import { breakerAction, failure, policiesFile, retryDecisions } from '../support/sdk';
 
 describe('the coordinator is killed mid-run: local fallback, then back to the fleet', () => {

@@ -1,15 +1,15 @@
 import { Sluice, type BreakerChange } from '@sluice/client';
 import type { DependencyView } from '@sluice/protocol';
-import type { RunningCoordinator } from '../support/coordinator';
+import type { TestCoordinator } from '../support/test-coordinator';
 import { startCoordinatorProcess, type CoordinatorProcess } from '../support/coordinator-process';
 import { startCountingProxy, type CountingProxy } from '../support/counting-proxy';
 import { ok, startFlakyServer, type FlakyServer } from '../support/flaky-server';
 import { findFreePort } from '../support/ports';
-import { waitUntil } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import { breakerAction, metric, startShopCoordinator } from '../support/sdk';
 
 describe('zero hops on the happy path', () => {
-  let coordinator: RunningCoordinator;
+  let coordinator: TestCoordinator;
   let proxy: CountingProxy;
   let server: FlakyServer;
 

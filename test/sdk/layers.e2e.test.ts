@@ -17,7 +17,7 @@ import {
   type SluiceRequestContext,
 } from '@sluice/client';
 import { SluiceModule } from '@sluice/client/nest';
-import type { RunningCoordinator } from '../support/coordinator';
+import type { TestCoordinator } from '../support/test-coordinator';
 import { QUICK_BACKOFF, startShopCoordinator } from '../support/sdk';
 
 /** What B saw of the deadline, one entry per request to B. */
@@ -38,7 +38,7 @@ class FailingController {
 }
 
 describe('retries at one layer: A → B → C, each using the SDK, C failing', () => {
-  let coordinator: RunningCoordinator;
+  let coordinator: TestCoordinator;
   let c: INestApplication;
   let b: FastifyInstance;
   let a: Server;

@@ -2,9 +2,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Sluice, isLimitedError, type LimitedError } from '@sluice/client';
 import { DEFAULT_DEPENDENCY_POLICY, mergeDependencyPolicy, type AdmitDecision } from '@sluice/protocol';
-import type { RunningCoordinator } from '../support/coordinator';
+import type { TestCoordinator } from '../support/test-coordinator';
 import { startCountingProxy, type CountingProxy } from '../support/counting-proxy';
-import { waitUntil } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import { metric, startShopCoordinator } from '../support/sdk';
 
 /** A loopback server answering `/<dep>/…?ms=N` after N ms, counting the requests in progress per dependency. */
@@ -94,7 +94,7 @@ async function rejection(promise: Promise<unknown>): Promise<LimitedError> {
 const HOUR = 3_600_000;
 
 describe('rate and concurrency limits, honoured by the SDK against the real coordinator', () => {
-  let coordinator: RunningCoordinator;
+  let coordinator: TestCoordinator;
   let proxy: LeaseLedgerProxy;
   let server: GaugedServer;
   let sluice: Sluice;

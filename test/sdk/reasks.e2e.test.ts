@@ -1,7 +1,7 @@
 import { REQUEST_ID_PATTERN, type DependencyView } from '@sluice/protocol';
 import { CoordinatorClient, Sluice, deliveries, type FallbackChange } from '@sluice/client';
 import { fail, ok, startFlakyServer, type FlakyServer } from '../support/flaky-server';
-import { waitUntil } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import {
   OVERLOADED,
   STORE_UNAVAILABLE,

@@ -6,9 +6,9 @@ import {
   type GiveUpError,
   type RetryEvent,
 } from '@sluice/client';
-import type { RunningCoordinator } from '../support/coordinator';
+import type { TestCoordinator } from '../support/test-coordinator';
 import { fail, ok, startFlakyServer, type FlakyServer } from '../support/flaky-server';
-import { waitUntil } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import { QUICK_BACKOFF, retryDecisions, startShopCoordinator } from '../support/sdk';
 
 /** Rejects with what `promise` rejected with, or fails the test if it resolved. */
@@ -22,7 +22,7 @@ async function rejection(promise: Promise<unknown>): Promise<GiveUpError> {
 }
 
 describe('SDK retries against the real coordinator and a flaky server', () => {
-  let coordinator: RunningCoordinator;
+  let coordinator: TestCoordinator;
   let server: FlakyServer;
   let sluice: Sluice;
 

@@ -1,12 +1,12 @@
 import { Sluice } from '@sluice/client';
 import type { DependencyBudgetView } from '@sluice/protocol';
-import type { RunningCoordinator } from '../support/coordinator';
+import type { TestCoordinator } from '../support/test-coordinator';
 import { fail, ok, startFlakyServer, type FlakyServer } from '../support/flaky-server';
-import { waitUntil } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import { QUICK_BACKOFF, startShopCoordinator } from '../support/sdk';
 
 /** The fleet's budget of `shop/<dep>`, as the coordinator counts it. */
-async function budgetOf(coordinator: RunningCoordinator, dependency: string): Promise<DependencyBudgetView> {
+async function budgetOf(coordinator: TestCoordinator, dependency: string): Promise<DependencyBudgetView> {
   const view = (await (await fetch(`${coordinator.url}/v1/shop/deps/${dependency}`)).json()) as {
     budget: DependencyBudgetView;
   };
@@ -24,7 +24,7 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
 }
 
 describe('SDK: the granted retries that succeeded are reported exactly (retriesSucceeded)', () => {
-  let coordinator: RunningCoordinator;
+  let coordinator: TestCoordinator;
   let server: FlakyServer;
   let sluice: Sluice;
 

@@ -1,12 +1,12 @@
 import { Sluice, type FallbackChange } from '@sluice/client';
-import type { RunningCoordinator } from '../support/coordinator';
+import type { TestCoordinator } from '../support/test-coordinator';
 import { startCountingProxy, type CountingProxy } from '../support/counting-proxy';
 import { fail, ok, startFlakyServer, type FlakyServer } from '../support/flaky-server';
-import { waitUntil } from '../support/redis-server';
+import { waitUntil } from '../support/time';
 import { failure, retryDecisions, startShopCoordinator } from '../support/sdk';
 
 describe('a slow coordinator is not a lost one', () => {
-  let coordinator: RunningCoordinator;
+  let coordinator: TestCoordinator;
   let proxy: CountingProxy;
   let server: FlakyServer;
   /** How long the proxy holds each coordinator request, by "METHOD /path". */

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { waitUntil } from './redis-server';
+import { waitUntil } from './time';
 
 const MAIN = join(__dirname, '../../dist/apps/coordinator/src/main.js');
 /** The entry point started: SLUICE_TEST_COORDINATOR_MAIN (a private copy of the build) when set. */
@@ -17,11 +17,14 @@ export interface CoordinatorProcess {
   stop(): Promise<void>;
 }
 
-/** The built coordinator (npm run build) as a child process on `port`, ready to answer within `readyTimeoutMs`. */
+/**
+ * The built coordinator (npm run build) as a child process on `port`, ready to answer within
+ * `readyTimeoutMs` (a minute by default: on a loaded two-core machine a boot has taken 30 s).
+ */
 export async function startCoordinatorProcess(
   port: number,
   env: NodeJS.ProcessEnv = {},
-  readyTimeoutMs = 15_000,
+  readyTimeoutMs = 60_000,
 ): Promise<CoordinatorProcess> {
   if (!existsSync(main())) throw new Error(`${main()} is missing: run npm run build first (npm test does)`);
   const child = spawn(process.execPath, [main()], {

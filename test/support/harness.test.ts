@@ -2,7 +2,8 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { findFreePorts } from './ports';
 import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from './redis';
 import { RedisClusterProcess } from './redis-cluster';
-import { RedisServerProcess, waitUntil } from './redis-server';
+import { RedisServerProcess } from './redis-server';
+import { waitUntil } from './time';
 
 // Like the service's decision-path clients: fail fast while disconnected, reconnect quickly.
 const clientOptions: RedisOptions = {

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { findFreePorts } from './ports';
-import { RedisServerProcess, redisCli, waitUntil } from './redis-server';
+import { RedisServerProcess, redisCli } from './redis-server';
+import { waitUntil } from './time';
 
 export interface RedisClusterOptions {
   /** Bound on startup: nodes answering, `--cluster create`, and every node reporting `cluster_state:ok`. */

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runInThisContext } from 'node:vm';
 import { findFreePort } from './ports';
+import { waitUntil } from './time';
 
 export interface RedisServerOptions {
   /** Port to listen on; by default a free one is picked on the first `start()` and kept. */
@@ -19,21 +20,6 @@ const DEFAULT_START_TIMEOUT_MS = 10_000;
 const STOP_GRACE_MS = 5_000;
 /** Last bytes of server output kept for error messages. */
 const OUTPUT_TAIL = 4_000;
-
-/** Polls `check` every `intervalMs` until it returns true; rejects with `message` after `timeoutMs`. */
-export async function waitUntil(
-  check: () => boolean | Promise<boolean>,
-  timeoutMs: number,
-  message: () => string,
-  intervalMs = 50,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() >= deadline) throw new Error(`${message()} (waited ${timeoutMs} ms)`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}
 
 /** Runs `redis-cli -h 127.0.0.1 -p <port> <args>` and resolves with its stdout; rejects when it fails. */
 export function redisCli(port: number, args: string[], timeoutMs = 2_000): Promise<string> {

@@ -4,7 +4,7 @@ import { CoordinatorClient, deliveries, idempotentFetch, isLeaseLostError, type 
 import { startExampleApp, type RunningExampleApp } from '../example/orders-app';
 import type { SluiceConfig } from '../../apps/coordinator/src/config/config';
 import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from './redis';
-import { waitUntil } from './redis-server';
+import { waitUntil } from './time';
 import { testCoordinator } from './test-coordinator';
 
 /** Two coordinator URLs sharing one state (one URL twice for the embedded store). */

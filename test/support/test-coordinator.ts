@@ -1,10 +1,11 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Redis } from 'ioredis';
 import type { SluiceConfig } from '../../apps/coordinator/src/config/config';
-import { createTestCoordinator, startCoordinator } from './coordinator';
+import { createCoordinator } from '../../apps/coordinator/src/bootstrap';
+import { testConfig } from './coordinator';
 import { writePoliciesFile } from './policies';
 import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from './redis';
-import { waitUntil } from './redis-server';
+import { waitUntil } from './time';
 
 export interface FixtureOptions {
   /**
@@ -166,16 +167,15 @@ export async function redisTimeMs(client: Redis): Promise<number> {
 }
 
 async function startInstance(config: Partial<SluiceConfig>, listen: boolean): Promise<TestInstance> {
-  const { app, url } = listen ? await startCoordinator(config) : { app: await createTestCoordinator(config), url: '' };
+  const app = await createCoordinator(testConfig(config));
+  let url = '';
+  if (listen) {
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const address = app.getHttpServer().address();
+    url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  } else {
+    await app.getHttpAdapter().getInstance().ready();
+  }
   let closed: Promise<void> | undefined;
   return { app, server: app.getHttpServer(), url, close: () => (closed ??= app.close()) };
-}
-
-/** A coordinator for supertest on the embedded store or the shared Redis (a fresh key prefix), with `policies`. */
-export function createCoordinatorOn(
-  useRedis: boolean,
-  policies: object,
-  overrides: Partial<SluiceConfig> = {},
-): Promise<TestCoordinator> {
-  return testCoordinator({ redis: useRedis, policies, config: overrides });
 }

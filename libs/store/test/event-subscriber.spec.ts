@@ -3,7 +3,8 @@ import { createRedisSubscriber, type StoreEvent } from '../src';
 import { RedisEventSubscriber } from '../src/redis/event-subscriber';
 import { StoreUnavailableError } from '../src/errors';
 import { findFreePorts } from '../../../test/support/ports';
-import { RedisServerProcess, redisCli, waitUntil } from '../../../test/support/redis-server';
+import { RedisServerProcess, redisCli } from '../../../test/support/redis-server';
+import { waitUntil } from '../../../test/support/time';
 
 /** A private server: its pub/sub connections are cut and its ACL changed here, never the shared one's. */
 let server: RedisServerProcess;

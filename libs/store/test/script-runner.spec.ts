@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { PROBE_CONNECTION_NAME, ScriptRunner } from '../src/redis/script-runner';
-import { RedisServerProcess, waitUntil } from '../../../test/support/redis-server';
+import { RedisServerProcess } from '../../../test/support/redis-server';
+import { waitUntil } from '../../../test/support/time';
 
 describe('ScriptRunner on a standalone Redis', () => {
   // A server of its own: the test keeps it busy.

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { waitUntil } from '../../support/redis-server';
+import { waitUntil } from '../../support/time';
 
 const SCRIPT = join(__dirname, 'calling-service.mjs');
 

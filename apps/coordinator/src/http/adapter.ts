@@ -17,7 +17,7 @@ export function createHttpAdapter(logger: Logger, verbose: boolean): FastifyAdap
   return new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
     // Names may be 128 characters and idempotency keys 255: the pattern checks decide, not the router.
-    maxParamLength: 512,
+    routerOptions: { maxParamLength: 512 },
     frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) =>
       sendError(error, request, reply),
     loggerInstance: logger,

@@ -68,6 +68,17 @@ export function createRedisClient(options: RedisConnectionOptions): RedisClient 
 }
 
 /**
+ * Closes a client for good. A Cluster client whose slot refresh is still under way at `disconnect()`
+ * arms its refresh timer again when that refresh ends (ioredis), then refreshes an empty pool on
+ * every tick, forever, and the process never exits: once the refresh under way has ended, its
+ * timer is cleared again.
+ */
+export function disconnectRedisClient(client: RedisClient): void {
+  client.disconnect();
+  if (client instanceof Cluster) client.refreshSlotsCache(() => client.disconnect());
+}
+
+/**
  * How often a Cluster client reads the slot map anew, so a promoted replica serves its slots within
  * this: a dead master answers nothing (no MOVED to follow), so the map is all that tells. One
  * CLUSTER SLOTS per instance this often costs a seed node little.

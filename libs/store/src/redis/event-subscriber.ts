@@ -1,6 +1,6 @@
 import type { EventHandler, StoreEvent, Unsubscribe } from '../store';
 import { StoreUnavailableError } from '../errors';
-import type { RedisClient } from './connection';
+import { disconnectRedisClient, type RedisClient } from './connection';
 
 const UNSUBSCRIBE_TIMEOUT_MS = 1000;
 /** A subscribe waits at most this long for Redis to confirm it: a Redis down or stalled must not hang a stream. */
@@ -73,7 +73,7 @@ export class RedisEventSubscriber {
     this.closed = true;
     clearTimeout(this.retry);
     this.channels.clear();
-    this.subscriber.disconnect();
+    disconnectRedisClient(this.subscriber);
   }
 
   private async unsubscribe(channel: string, entry: Channel, handler: EventHandler): Promise<void> {

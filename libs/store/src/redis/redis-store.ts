@@ -5,7 +5,7 @@ import { SluiceKeys } from '../keys';
 import type { Store } from '../store';
 import { redisAudit } from './audit';
 import { redisBreakers } from './breakers';
-import type { RedisClient } from './connection';
+import { disconnectRedisClient, type RedisClient } from './connection';
 import { redisDecisions } from './decisions';
 import { redisDeliveries } from './deliveries';
 import { RedisEventSubscriber } from './event-subscriber';
@@ -64,7 +64,7 @@ export class RedisStore extends ComposedStore implements Store {
         events?.close();
         scripts.close();
         replicas.close();
-        client.disconnect();
+        disconnectRedisClient(client);
       },
     });
     this.client = client;

@@ -1,7 +1,7 @@
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, type Redis } from 'ioredis';
 import { StoreUnavailableError } from '../errors';
-import type { RedisClient } from './connection';
+import { disconnectRedisClient, type RedisClient } from './connection';
 import { ScriptRunner } from './script-runner';
 import type { ScriptArgument, ScriptName, ScriptReplies } from './scripts';
 
@@ -69,15 +69,17 @@ export class ReplicaWrites {
 
   close(): void {
     this.runner?.close();
-    this.runner?.client.disconnect();
+    if (this.runner) disconnectRedisClient(this.runner.client);
   }
 
   private open(): ScriptRunner {
-    const { client } = this;
-    this.runner ??= new ScriptRunner(
-      client instanceof Cluster ? client.duplicate() : client.duplicate(),
-      this.timeoutMs,
-    );
+    if (this.runner === undefined) {
+      const { client } = this;
+      const connection = client instanceof Cluster ? client.duplicate() : client.duplicate();
+      // Its failures are the store's connection's too, which reports them; a call on it fails as the store's.
+      connection.on('error', () => undefined);
+      this.runner = new ScriptRunner(connection, this.timeoutMs);
+    }
     return this.runner;
   }
 

@@ -1,45 +1,21 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { startCoordinatorProcess, type CoordinatorProcess } from '../support/coordinator-process';
 import { findFreePort } from '../support/ports';
 import { SLUICE_CLI } from '../support/sluice-cli';
-import { readmeLinePattern } from '../support/readme';
+import { waitUntil } from '../support/time';
+import { walkthroughLinePattern, walkthroughSteps } from '../support/doc-walkthrough';
 
-const README = join(__dirname, '../../README.md');
 const TOKEN = { id: 'ops', secret: 'readme-admin-secret-0123', role: 'admin', namespaces: ['*'] };
 const SECOND_TERMINAL = '# in a second terminal';
-
-interface Step {
-  script: string;
-  expected: string[];
-}
-
-/** The CLI section's `sh` blocks, each with the `text` block that follows it. */
-function steps(markdown: string): Step[] {
-  const start = markdown.indexOf('## The sluice CLI');
-  const section = markdown.slice(start, markdown.indexOf('\n## ', start + 3));
-  const blocks = [...section.matchAll(/```(sh|text)\n([\s\S]*?)```/g)].map(([, kind, text]) => ({ kind, text }));
-  return blocks.flatMap((block, i) =>
-    block.kind === 'sh'
-      ? [
-          {
-            script: block.text,
-            expected: (blocks[i + 1]?.kind === 'text' ? blocks[i + 1].text : '').split('\n').filter(Boolean),
-          },
-        ]
-      : [],
-  );
-}
 
 const expectLines = (printed: string[], expected: string[], where: string) => {
   expect({ where, lines: printed.length }).toEqual({ where, lines: expected.length });
   printed.forEach((line, i) =>
-    expect({ where, line }).toEqual({ where, line: expect.stringMatching(readmeLinePattern(expected[i])) }),
+    expect({ where, line }).toEqual({ where, line: expect.stringMatching(walkthroughLinePattern(expected[i])) }),
   );
 };
 
-/** The block as pasted, `sluice` being the built CLI; the README's own `export` of the URL and token is the test's. */
+/** The block as pasted, `sluice` being the built CLI; the doc's own `export` of the URL and token is the test's. */
 const bashScript = (script: string, exec: boolean) =>
   `sluice() { ${exec ? 'exec ' : ''}node "$SLUICE_CLI" "$@"; }\n` +
   script
@@ -47,9 +23,9 @@ const bashScript = (script: string, exec: boolean) =>
     .filter((line) => !line.startsWith('export '))
     .join('\n');
 
-// The README's CLI walk-through, pasted in order into a fresh built service with an admin token;
-// a block meant for a second terminal runs beside the others until the end.
-describe('the README CLI walk-through', () => {
+// The CLI incident of docs/operations.md, pasted in order into a fresh built service with an admin
+// token; a block meant for a second terminal runs beside the others until the end.
+describe('the CLI incident walk-through of docs/operations.md', () => {
   let coordinator: CoordinatorProcess;
   let env: NodeJS.ProcessEnv;
   const background: Array<{ child: ChildProcess; lines: string[]; expected: string[]; script: string }> = [];
@@ -77,8 +53,8 @@ describe('the README CLI walk-through', () => {
     await coordinator?.stop();
   });
 
-  it('prints what the README says, block after block', async () => {
-    const walk = steps(readFileSync(README, 'utf8'));
+  it('prints what the doc says, block after block', async () => {
+    const walk = walkthroughSteps('docs/operations.md', '### An incident, from a terminal');
     expect(walk.length).toBeGreaterThanOrEqual(4);
     for (const step of walk) {
       if (step.script.includes(SECOND_TERMINAL)) {
@@ -88,16 +64,21 @@ describe('the README CLI walk-through', () => {
           .setEncoding('utf8')
           .on('data', (chunk: string) => running.lines.push(...chunk.split('\n').filter(Boolean)));
         background.push(running);
-        await until(() => running.lines.length > 0, `${step.script} printed nothing`);
+        await waitUntil(
+          () => running.lines.length > 0,
+          10_000,
+          () => `${step.script} printed nothing`,
+        );
         continue;
       }
       const printed = await bash(bashScript(step.script, false), env);
       expectLines(printed.split('\n').filter(Boolean), step.expected, step.script);
     }
     for (const running of background) {
-      await until(
+      await waitUntil(
         () => running.lines.length >= running.expected.length,
-        `${running.script} printed ${JSON.stringify(running.lines)}`,
+        10_000,
+        () => `${running.script} printed ${JSON.stringify(running.lines)}`,
       );
       running.child.kill('SIGINT');
       expectLines(running.lines, running.expected, running.script);
@@ -111,12 +92,4 @@ function bash(script: string, env: NodeJS.ProcessEnv): Promise<string> {
       error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout),
     ),
   );
-}
-
-async function until(check: () => boolean, message: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(message);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
