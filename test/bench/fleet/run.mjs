@@ -144,7 +144,8 @@ async function startCoordinators(runs) {
     );
     urls.push({ url: `http://127.0.0.1:${port}`, child });
   }
-  await Promise.all(urls.map(({ url, child }) => waitReady(`${url}/health/ready`, child)));
+  // A busy machine can take a while to boot two services.
+  await Promise.all(urls.map(({ url, child }) => waitReady(`${url}/health/ready`, child, 60_000)));
   return urls.map(({ url }) => url);
 }
 
