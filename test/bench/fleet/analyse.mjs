@@ -406,8 +406,22 @@ function summariseCauses(callers) {
 
 /** The properties the simulation exists to show, each with what was measured (`shown`: a figure, not a check). */
 export function checks(part, rows) {
-  return part.scenario === 'metastable' ? metastableChecks(rows) : outageChecks(part, rows);
+  const results = part.scenario === 'metastable' ? metastableChecks(rows) : outageChecks(part, rows);
+  // A caller whose event loop stalls sends its calls late and in bursts: the run measured the machine.
+  const stalled = rows.filter((f) => f.callerLoopDelayP99Ms > CALLER_STALL_MS);
+  results.push({
+    ok: stalled.length === 0,
+    text:
+      `${part.name}: every caller kept to its schedule (event loop delay p99 ≤ ${CALLER_STALL_MS} ms)` +
+      (stalled.length > 0
+        ? `; not ${stalled.map((f) => `${f.strategy} N=${f.n} (${f.callerLoopDelayP99Ms} ms)`).join(', ')}: too little CPU for the callers`
+        : ''),
+  });
+  return results;
 }
+
+/** The most a caller's event loop may lag (p99) for its run to count: beyond it, its CPU share was too small. */
+const CALLER_STALL_MS = 500;
 
 const byN = (rows, strategy) => rows.filter((f) => f.strategy === strategy).sort((a, b) => a.n - b.n);
 

@@ -63,13 +63,22 @@ const PARTS = [
         name: breakers ? 'outage' : 'outage, breakers off',
         scenario: 'outage',
         breakers,
+        policy: options.policy,
         phases: options.phases,
         // The charts the docs show are tracked: a run writes over one only when --chart names it.
         chart: join(outDir, breakers ? 'fleet.svg' : 'fleet-budgets.svg'),
       }))
     : []),
   ...(options.scenarios.includes('metastable')
-    ? [{ name: 'metastable', scenario: 'metastable', breakers: options.breakers[0], phases: options.metastablePhases }]
+    ? [
+        {
+          name: 'metastable',
+          scenario: 'metastable',
+          breakers: options.breakers[0],
+          policy: options.policy,
+          phases: options.metastablePhases,
+        },
+      ]
     : []),
 ];
 if (options.chart && PARTS[0].chart) PARTS[0].chart = options.chart;
@@ -478,7 +487,7 @@ async function main() {
       (running.length > 0 ? ` (still running: ${running.join(', ')})` : '') +
       `; ${keysLeft} Redis keys left under ${PREFIX}:`,
   });
-  const policy = runPolicy({ breakers: true }, 'sluice-adaptive');
+  const policy = runPolicy({ breakers: true, policy: options.policy }, 'sluice-adaptive');
   lines.push(
     `Policy: retryBudget ${JSON.stringify(policy.retryBudget)} (mode fixed for sluice-fixed), breaker ${JSON.stringify(policy.breaker)} (minimumCalls 1000000 with the breakers off).`,
     `Amplification: requests received ÷ first attempts offered, per phase. Tolerance: ${TOLERANCE}.`,

@@ -68,11 +68,17 @@ export const POLICY = Object.freeze({
  * retry budgets act; the sluice strategies set the budget's mode, and local-budget's fallback
  * counts as the adaptive one does.
  */
-export function runPolicy({ breakers }, strategy) {
-  const breaker = breakers ? POLICY.breaker : { ...POLICY.breaker, minimumCalls: 1_000_000 };
+export function runPolicy({ breakers, policy: change = {} }, strategy) {
+  const base = {
+    ...POLICY,
+    ...change,
+    retryBudget: { ...POLICY.retryBudget, ...change.retryBudget },
+    breaker: { ...POLICY.breaker, ...change.breaker },
+  };
+  const breaker = breakers ? base.breaker : { ...base.breaker, minimumCalls: 1_000_000 };
   const mode = BUDGET_MODES[strategy];
-  const retryBudget = mode ? { ...POLICY.retryBudget, mode } : POLICY.retryBudget;
-  return Object.freeze({ ...POLICY, retryBudget, breaker });
+  const retryBudget = mode ? { ...base.retryBudget, mode } : base.retryBudget;
+  return Object.freeze({ ...base, retryBudget, breaker });
 }
 
 /** The budget mode of each strategy that uses Sluice's budget (the SDK's, or its local fallback's). */
@@ -186,6 +192,8 @@ export function readOptions(argv = process.argv.slice(2), env = process.env) {
     totalRps: number('total-rps', 'FLEET_TOTAL_RPS', 400, 1, 20_000),
     /** Offered load of each caller; when set, the fleet's load grows with N. */
     ratePerCaller: ratePerCaller === undefined ? undefined : number('rate', 'FLEET_RATE', 50, 0.1, 5000),
+    /** A change to POLICY for every strategy, e.g. {"breaker":{"maxOpenMs":1000}}. */
+    policy: jsonObject(pick('policy', 'FLEET_POLICY', '{}'), 'policy', 'FLEET_POLICY'),
     brownoutRate: number('brownout-rate', 'FLEET_BROWNOUT_RATE', 0.3, 0, 1),
     retryAfterSeconds: number('retry-after', 'FLEET_RETRY_AFTER', 1, 0, 60),
     latencyMs: number('latency-ms', 'FLEET_LATENCY_MS', 2, 0, 1000),
@@ -211,6 +219,19 @@ export function readOptions(argv = process.argv.slice(2), env = process.env) {
   };
 }
 
+function jsonObject(text, flag, variable) {
+  let value;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    value = undefined;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new Error(`--${flag} (${variable}) must be a JSON object, e.g. {"breaker":{"maxOpenMs":1000}}`);
+  }
+  return value;
+}
+
 export const USAGE = `npm run bench:fleet -- [options]   (each also as an environment variable)
   --fleet-sizes 8,16         FLEET_SIZES                caller processes, one run per size and strategy
   --strategies a,b           FLEET_STRATEGIES           ${STRATEGIES.join(',')}
@@ -220,6 +241,7 @@ export const USAGE = `npm run bench:fleet -- [options]   (each also as an enviro
   --total-rps 400            FLEET_TOTAL_RPS            outage scenario: offered load of the whole fleet, split across its callers
   --rate 50                  FLEET_RATE                 offered load per caller instead (the fleet's grows with N)
   --breakers both            FLEET_BREAKERS             outage scenario: on, off (breakers that never open, only the budgets act) or both
+  --policy JSON              FLEET_POLICY               a change to the policy of every strategy, e.g. '{"breaker":{"maxOpenMs":1000}}'
   --brownout-rate 0.3        FLEET_BROWNOUT_RATE        share of 503s during the brown-out
   --retry-after 1            FLEET_RETRY_AFTER          Retry-After (s) on the brown-out's 503s
   --latency-ms 2             FLEET_LATENCY_MS           the dependency's latency when it answers 200
