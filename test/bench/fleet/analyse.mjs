@@ -136,7 +136,8 @@ function metastableFigures(run) {
     // After the trigger: what the dependency received for each call offered, and how much of the
     // work it did was for callers that had already given up.
     amplificationAfter: sum(dependency.received, afterFrom, endBin) / sum(offered, afterFrom, endBin),
-    wastedShareAfter: sum(dependency.wasted, afterFrom, endBin) / Math.max(1, sum(dependency.served, afterFrom, endBin)),
+    wastedShareAfter:
+      sum(dependency.wasted, afterFrom, endBin) / Math.max(1, sum(dependency.served, afterFrom, endBin)),
     peakQueue: Math.max(...dependency.queued),
     queueAtEnd: dependency.queued[endBin - 1],
     coordinatorRequests: coordinator ? coordinator.total : null,
@@ -235,13 +236,14 @@ function outageFigures(run) {
     coordinatorRequests: coordinator ? coordinator.total : null,
     coordinatorPerCall: coordinator ? coordinator.total / offeredTotal : null,
     coordinatorDecisions: coordinator ? coordinator.decisions : null,
-    fallbackSwitches:
-      isSluice(strategy) ? callers.reduce((total, caller) => total + caller.seen.fallbackSwitches, 0) : null,
+    fallbackSwitches: isSluice(strategy)
+      ? callers.reduce((total, caller) => total + caller.seen.fallbackSwitches, 0)
+      : null,
     retryDecisionsOver50ms: coordinator ? coordinator.retryDecisionsOver50ms : null,
     // Calls that ended because their retry decision was not answered within decisionTimeoutMs.
     lateDecisions: isSluice(strategy)
-        ? callers.reduce((total, caller) => total + (caller.seen.giveUps.coordinator_unavailable ?? 0), 0)
-        : null,
+      ? callers.reduce((total, caller) => total + (caller.seen.giveUps.coordinator_unavailable ?? 0), 0)
+      : null,
     callerLoopDelayP99Ms: Math.max(...callers.map((caller) => caller.loopDelayP99Ms)),
   };
 }
@@ -325,7 +327,8 @@ export function table(part, rows) {
  */
 export function summary(runs) {
   const keys = [];
-  for (const run of runs) if (!keys.some(([s, n]) => s === run.strategy && n === run.n)) keys.push([run.strategy, run.n]);
+  for (const run of runs)
+    if (!keys.some(([s, n]) => s === run.strategy && n === run.n)) keys.push([run.strategy, run.n]);
   keys.sort((a, b) => a[1] - b[1]);
   const lines = keys.map(([strategy, n]) => {
     const find = (part) => runs.find((run) => run.part === part && run.strategy === strategy && run.n === n)?.figures;
@@ -440,7 +443,11 @@ function metastableChecks(rows) {
     });
   }
   for (const f of rows.filter((row) => !['naive', 'sluice-adaptive'].includes(row.strategy))) {
-    results.push({ ok: true, shown: true, text: `metastable, ${f.strategy} N=${f.n}: recovered after ${seconds(f.recoveryMs)}` });
+    results.push({
+      ok: true,
+      shown: true,
+      text: `metastable, ${f.strategy} N=${f.n}: recovered after ${seconds(f.recoveryMs)}`,
+    });
   }
   return results;
 }

@@ -429,7 +429,20 @@ async function main() {
         binMs: 100,
         host: { cpus: os.cpus().length, node: process.version },
         runs: runs.map(
-          ({ part, scenario, strategy, n, rate, phases, policy, figures: f, dependency: d, callers, coordinator, fleetBreaker }) => ({
+          ({
+            part,
+            scenario,
+            strategy,
+            n,
+            rate,
+            phases,
+            policy,
+            figures: f,
+            dependency: d,
+            callers,
+            coordinator,
+            fleetBreaker,
+          }) => ({
             part,
             scenario,
             strategy,
@@ -474,7 +487,14 @@ async function main() {
     const partRuns = runs.filter((run) => run.part === part.name);
     const rows = partRuns.map((run) => run.figures);
     results.push(...checks(part, rows));
-    lines.push(`${part.name} (phases ${JSON.stringify(part.phases)}):`, '', table(part, rows), '', ...notes(partRuns), '');
+    lines.push(
+      `${part.name} (phases ${JSON.stringify(part.phases)}):`,
+      '',
+      table(part, rows),
+      '',
+      ...notes(partRuns),
+      '',
+    );
   }
   lines.push('Summary:', '', summary(runs), '');
   // What the clean-up left: no process this benchmark started, no key under its prefix.
