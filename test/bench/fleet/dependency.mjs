@@ -93,6 +93,11 @@ function handle(request, response) {
   const bin = Math.floor(t / BIN_MS);
   if (bin >= current.bins) {
     current.afterEnd++;
+    // A late caller's attempt still waits its turn behind the queue: the run's end is no recovery.
+    if (current.scenario === 'metastable') {
+      current.queue.push(response);
+      return serve(current);
+    }
     return answer(response, 200, current.latencyMs);
   }
   const caller = String(request.headers[HEADERS.caller] ?? 'unknown');
