@@ -296,7 +296,19 @@ process.on('exit', () => {
 // ---------------------------------------------------------------------------------------------
 // One run: one strategy, one fleet size.
 
-async function runOne({ part, n, strategy, namespace, policy }, dependency, coordinatorUrls, deadUrl) {
+/** One run; a run that fails stops the callers it started, and the benchmark goes on to the next. */
+async function runOne(step, dependency, coordinatorUrls, deadUrl) {
+  const callers = [];
+  try {
+    return await runWith(step, dependency, coordinatorUrls, deadUrl, callers);
+  } catch (error) {
+    await Promise.all(callers.map((caller) => stopChild(caller, 1000)));
+    // The dependency may still be counting this run: the next start replaces it.
+    throw error;
+  }
+}
+
+async function runWith({ part, n, strategy, namespace, policy }, dependency, coordinatorUrls, deadUrl, callers) {
   const { scenario, phases } = part;
   const rate =
     scenario === 'metastable'
@@ -304,7 +316,6 @@ async function runOne({ part, n, strategy, namespace, policy }, dependency, coor
       : (options.ratePerCaller ?? options.totalRps / n);
   const interval = 1000 / rate;
   const lengthMs = scenarioMs(phases);
-  const callers = [];
   for (let id = 0; id < n; id++) {
     const config = {
       id: String(id),
@@ -326,7 +337,8 @@ async function runOne({ part, n, strategy, namespace, policy }, dependency, coor
     };
     callers.push(forkChild('caller.mjs', [JSON.stringify(config)], `caller-${id}`));
   }
-  await Promise.all(callers.map((caller) => nextMessage(caller, 'ready', 30_000)));
+  // On a busy machine N callers can take a while to load the SDK and settle.
+  await Promise.all(callers.map((caller) => nextMessage(caller, 'ready', 90_000)));
   // The fleet breaker's transitions, as the coordinator pushes them (this stream is not counted:
   // it ends after the coordinators' counts are read).
   const observer = isSluice(strategy) ? await observeBreaker(coordinatorUrls[1], namespace) : null;
@@ -401,10 +413,24 @@ async function main() {
   const deadUrl = `http://127.0.0.1:${await freePort()}`;
 
   const runs = [];
+  const failedRuns = [];
   for (const step of plan) {
     const begun = Date.now();
     process.stderr.write(`${step.part.name} N=${step.n} ${step.strategy}: `);
-    const run = await runOne(step, dependency, coordinatorUrls, deadUrl);
+    let run;
+    try {
+      run = await runOne(step, dependency, coordinatorUrls, deadUrl);
+    } catch (error) {
+      if (interrupted) throw error;
+      process.stderr.write(`failed: ${error.message.split('\n')[0]}\n`);
+      failedRuns.push({
+        part: step.part.name,
+        n: step.n,
+        strategy: step.strategy,
+        error: error.message.split('\n')[0],
+      });
+      continue;
+    }
     run.figures = figures(run);
     runs.push(run);
     const f = run.figures;
@@ -499,6 +525,12 @@ async function main() {
     );
   }
   lines.push('Summary:', '', summary(runs), '');
+  for (const failed of failedRuns) {
+    results.push({
+      ok: false,
+      text: `${failed.part}, ${failed.strategy} N=${failed.n}: the run failed (${failed.error})`,
+    });
+  }
   // What the clean-up left: no process this benchmark started, no key under its prefix.
   const { started, running } = childProcesses();
   const keysLeft = await redisKeys({ remove: false });
