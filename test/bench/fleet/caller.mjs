@@ -94,6 +94,8 @@ const seen = {
 };
 /** The scenario's start on this process's monotonic clock, once known. */
 let origin;
+/** ms since the scenario's start (null before it is known). */
+const at = () => (origin === undefined ? null : Math.round(performance.now() - origin));
 const countGiveUp = (reason) => (seen.giveUps[reason] = (seen.giveUps[reason] ?? 0) + 1);
 
 /**
@@ -138,8 +140,15 @@ async function makeStrategy() {
           }),
         },
       );
-      breaker.onHalfOpen(() => seen.halfOpenPeriods++);
-      breaker.onBreak(() => seen.opens++);
+      breaker.onHalfOpen(() => {
+        seen.halfOpenPeriods++;
+        seen.transitions.push([at(), 'half_open', 'local']);
+      });
+      breaker.onBreak(() => {
+        seen.opens++;
+        seen.transitions.push([at(), 'open', 'local']);
+      });
+      breaker.onReset(() => seen.transitions.push([at(), 'closed', 'local']));
       const retries = retry(
         handleWhen((error) => !(error instanceof BrokenCircuitError) && isRetriable(error)),
         {
@@ -169,7 +178,8 @@ async function makeStrategy() {
     }
 
     case 'local-budget':
-    case 'sluice': {
+    case 'sluice-fixed':
+    case 'sluice-adaptive': {
       const require = createRequire(import.meta.url);
       const { Sluice, isGiveUpError } = require(join(ROOT, 'dist/libs/client/src/index.js'));
       const local = strategy === 'local-budget';
@@ -183,7 +193,6 @@ async function makeStrategy() {
         reportIntervalMs: REPORT_INTERVAL_MS,
         ...(config.decisionTimeoutMs ? { decisionTimeoutMs: config.decisionTimeoutMs } : {}),
       });
-      const at = () => (origin === undefined ? null : Math.round(performance.now() - origin));
       sluice.onBreak(({ source }) => {
         seen.opens++;
         seen.transitions.push([at(), 'open', source]);

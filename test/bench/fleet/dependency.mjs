@@ -1,20 +1,23 @@
-// The dependency: a real HTTP server on loopback with a scripted life (healthy, full outage,
-// brown-out, recovery), counting every request it receives per 100 ms bin and per caller.
-// Forked by run.mjs; its phases run on its own monotonic clock from the start signal.
+// The dependency: a real HTTP server on loopback with a scripted life, counting every request it
+// receives per 100 ms bin and per caller. In the outage scenario it answers at once (healthy, full
+// outage, brown-out, recovery); in the metastable one it has a finite capacity (workers, a service
+// time, a FIFO queue) that drops during the trigger. Forked by run.mjs; its phases run on its own
+// monotonic clock from the start signal.
 import { createServer } from 'node:http';
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
-import { BIN_MS, HEADERS, brownoutFails, phaseAt, scenarioMs } from './scenario.mjs';
+import { BIN_MS, HEADERS, METASTABLE, brownoutFails, phaseAt, phaseBounds, scenarioMs } from './scenario.mjs';
 
 /** Counting goes on this long past the scenario, for the last retries and backoffs. */
 const DRAIN_MS = 5000;
 
 let run; // the scenario under way: its clock, its script and its counts
 
-function newRun({ t0, phases, brownoutRate, retryAfterSeconds, latencyMs }) {
+function newRun({ t0, scenario, phases, brownoutRate, retryAfterSeconds, latencyMs }) {
   const bins = Math.ceil((scenarioMs(phases) + DRAIN_MS) / BIN_MS);
   const series = () => new Array(bins).fill(0);
   return {
+    scenario,
     // The start, on this process's monotonic clock: the epoch time t0 was agreed with the callers.
     start: performance.now() + (t0 - Date.now()),
     phases,
@@ -31,8 +34,53 @@ function newRun({ t0, phases, brownoutRate, retryAfterSeconds, latencyMs }) {
     probes: series(), // requests the caller sent as half-open probes
     fallbackProbes: series(), // of which the SDK's local fallback breaker's (sluice strategy)
     failed: series(), // answered with a failure (503)
+    served: series(), // metastable: requests whose service ended, by bin of the end
+    wasted: series(), // of which the caller had given up on (its connection closed) before the end
+    queued: series(), // metastable: requests waiting in the queue at the end of each bin (its peak)
     perCaller: {}, // caller id → requests per bin
+    probesInFlight: 0,
+    maxProbesInFlight: 0, // the most probes under way at once
+    queue: [], // metastable: requests waiting for a worker, oldest first
+    busy: 0, // metastable: workers serving
   };
+}
+
+/** Metastable: the workers serving at `t` ms from the start (fewer during the trigger). */
+function workersAt(current, t) {
+  return phaseAt(current.phases, t) === 'trigger' ? METASTABLE.triggerWorkers : METASTABLE.workers;
+}
+
+const gone = (response) => response.destroyed || !response.socket || response.socket.destroyed;
+
+/** Metastable: starts the next requests in line while a worker is free. */
+function serve(current) {
+  const t = performance.now() - current.start;
+  while (current.busy < workersAt(current, t) && current.queue.length > 0) {
+    const response = current.queue.shift();
+    current.busy++;
+    setTimeout(() => {
+      current.busy--;
+      const bin = Math.floor((performance.now() - current.start) / BIN_MS);
+      if (bin < current.bins) {
+        current.served[bin]++;
+        // The caller gave up (its attempt timed out and closed the connection): the work was done anyway.
+        if (gone(response)) current.wasted[bin]++;
+      }
+      if (!gone(response)) answer(response, 200, 0);
+      if (run === current) serve(current);
+    }, METASTABLE.serviceMs);
+  }
+}
+
+/** Metastable: the queue's length, sampled per bin; and the workers started again when the trigger ends. */
+function startMetastable(current) {
+  const sample = setInterval(() => {
+    if (run !== current) return clearInterval(sample);
+    const bin = Math.floor((performance.now() - current.start) / BIN_MS);
+    if (bin >= 0 && bin < current.bins) current.queued[bin] = Math.max(current.queued[bin], current.queue.length);
+  }, BIN_MS / 2);
+  const triggerEnd = phaseBounds(current.phases).trigger[1];
+  setTimeout(() => run === current && serve(current), Math.max(0, current.start + triggerEnd - performance.now()) + 1);
 }
 
 function handle(request, response) {
@@ -45,6 +93,11 @@ function handle(request, response) {
   const bin = Math.floor(t / BIN_MS);
   if (bin >= current.bins) {
     current.afterEnd++;
+    // A late caller's attempt still waits its turn behind the queue: the run's end is no recovery.
+    if (current.scenario === 'metastable') {
+      current.queue.push(response);
+      return serve(current);
+    }
     return answer(response, 200, current.latencyMs);
   }
   const caller = String(request.headers[HEADERS.caller] ?? 'unknown');
@@ -54,9 +107,17 @@ function handle(request, response) {
   if (probe) {
     current.probes[bin]++;
     if (probe === 'fallback') current.fallbackProbes[bin]++;
+    // Under way until answered or given up on by its caller.
+    current.maxProbesInFlight = Math.max(current.maxProbesInFlight, ++current.probesInFlight);
+    response.on('close', () => current.probesInFlight--);
   } else if (attempt > 1) current.retries[bin]++;
   else current.first[bin]++;
   (current.perCaller[caller] ??= new Array(current.bins).fill(0))[bin]++;
+
+  if (current.scenario === 'metastable') {
+    current.queue.push(response);
+    return serve(current);
+  }
 
   switch (phaseAt(current.phases, t)) {
     case 'outage':
@@ -91,6 +152,7 @@ await once(server, 'listening');
 process.on('message', (message) => {
   if (message.type === 'start') {
     run = newRun(message);
+    if (run.scenario === 'metastable') startMetastable(run);
     process.send({ type: 'started' });
   } else if (message.type === 'collect') {
     const {
@@ -100,10 +162,14 @@ process.on('message', (message) => {
       probes,
       fallbackProbes,
       failed,
+      served,
+      wasted,
+      queued,
       perCaller,
       beforeStart,
       afterEnd,
       brownoutIndex,
+      maxProbesInFlight,
     } = run;
     process.send({
       type: 'counts',
@@ -114,10 +180,14 @@ process.on('message', (message) => {
         probes,
         fallbackProbes,
         failed,
+        served,
+        wasted,
+        queued,
         perCaller,
         beforeStart,
         afterEnd,
         brownoutRequests: brownoutIndex,
+        maxProbesInFlight,
       },
     });
     run = undefined;

@@ -1,8 +1,9 @@
-// The fleet simulation: retry amplification on a real HTTP dependency, per strategy, side by side.
-// For each fleet size N and each strategy in turn: the same scripted dependency (healthy, full
-// outage, brown-out, recovery), N caller processes sending the same offered load, and, for the
-// sluice strategy, two coordinator instances on one Redis. Prints one table, writes the raw
-// per-100 ms series as JSON and a chart as SVG. Run with `npm run bench:fleet` (builds dist/ first);
+// The fleet simulation: retry amplification and recovery on a real HTTP dependency, per strategy,
+// side by side. For each part (the outage scenario with and without breakers, the metastable
+// scenario), each fleet size N and each strategy in turn: the same scripted dependency, N caller
+// processes sending the same offered load, and, for the sluice strategies, two coordinator
+// instances on one Redis. Prints the tables, writes the raw per-100 ms series as JSON and the
+// outage scenario's charts as SVG. Run with `npm run bench:fleet` (builds dist/ first);
 // `npm run bench:fleet -- --help` lists the options.
 import { fork, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -11,7 +12,7 @@ import { dirname, join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { TOLERANCE, checks, figures, notes, table } from './analyse.mjs';
+import { TOLERANCE, checks, figures, notes, summary, table } from './analyse.mjs';
 import {
   childProcesses,
   killAllChildrenNow,
@@ -22,7 +23,17 @@ import {
   waitReady,
 } from '../support.mjs';
 import { renderChart } from './chart.mjs';
-import { CALL_DEADLINE_MS, DEPENDENCY, USAGE, readOptions, runPolicy, scenarioMs } from './scenario.mjs';
+import {
+  CALL_DEADLINE_MS,
+  DEPENDENCY,
+  METASTABLE,
+  USAGE,
+  isSluice,
+  metastableCapacityRps,
+  readOptions,
+  runPolicy,
+  scenarioMs,
+} from './scenario.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '../../..');
@@ -40,10 +51,37 @@ if (options.help) {
   console.log(USAGE);
   process.exit(0);
 }
-const POLICY = runPolicy(options);
 const outDir = options.outDir ?? join(HERE, 'results');
-// The charts the docs show are tracked: a run writes over one only when --chart names it.
-const chartFile = options.chart ?? join(outDir, options.breakers ? 'fleet.svg' : 'fleet-budgets.svg');
+
+/**
+ * The parts of a run: the outage scenario with the breakers on and with them off (only the budgets
+ * act), and the metastable scenario (with the breakers of the first setting asked for).
+ */
+const PARTS = [
+  ...(options.scenarios.includes('outage')
+    ? options.breakers.map((breakers) => ({
+        name: breakers ? 'outage' : 'outage, breakers off',
+        scenario: 'outage',
+        breakers,
+        policy: options.policy,
+        phases: options.phases,
+        // The charts the docs show are tracked: a run writes over one only when --chart names it.
+        chart: join(outDir, breakers ? 'fleet.svg' : 'fleet-budgets.svg'),
+      }))
+    : []),
+  ...(options.scenarios.includes('metastable')
+    ? [
+        {
+          name: 'metastable',
+          scenario: 'metastable',
+          breakers: options.breakers[0],
+          policy: options.policy,
+          phases: options.metastablePhases,
+        },
+      ]
+    : []),
+];
+if (options.chart && PARTS[0].chart) PARTS[0].chart = options.chart;
 
 // ---------------------------------------------------------------------------------------------
 // Child processes: every one is tracked, and none outlives the benchmark.
@@ -86,11 +124,12 @@ function nextMessage(child, type, timeoutMs) {
 let policiesDir;
 let redisUsed = false;
 
-async function startCoordinators(namespaces) {
+/** `runs`: the sluice runs of the plan, each with its namespace and policy. */
+async function startCoordinators(runs) {
   policiesDir = await mkdtemp(join(os.tmpdir(), 'sluice-fleet-'));
   const policiesFile = join(policiesDir, 'policies.json');
   const document = {
-    namespaces: Object.fromEntries(namespaces.map((ns) => [ns, { dependencies: { [DEPENDENCY]: POLICY } }])),
+    namespaces: Object.fromEntries(runs.map((run) => [run.namespace, { dependencies: { [DEPENDENCY]: run.policy } }])),
   };
   await writeFile(policiesFile, JSON.stringify(document, null, 2));
   redisUsed = true;
@@ -114,7 +153,8 @@ async function startCoordinators(namespaces) {
     );
     urls.push({ url: `http://127.0.0.1:${port}`, child });
   }
-  await Promise.all(urls.map(({ url, child }) => waitReady(`${url}/health/ready`, child)));
+  // A busy machine can take a while to boot two services.
+  await Promise.all(urls.map(({ url, child }) => waitReady(`${url}/health/ready`, child, 60_000)));
   return urls.map(({ url }) => url);
 }
 
@@ -256,22 +296,40 @@ process.on('exit', () => {
 // ---------------------------------------------------------------------------------------------
 // One run: one strategy, one fleet size.
 
-async function runOne({ n, strategy, namespace }, dependency, coordinatorUrls, deadUrl) {
-  const rate = options.ratePerCaller ?? options.totalRps / n;
-  const interval = 1000 / rate;
-  const lengthMs = scenarioMs(options.phases);
+/** One run; a run that fails stops the callers it started, and the benchmark goes on to the next. */
+async function runOne(step, dependency, coordinatorUrls, deadUrl) {
   const callers = [];
+  try {
+    return await runWith(step, dependency, coordinatorUrls, deadUrl, callers);
+  } catch (error) {
+    await Promise.all(callers.map((caller) => stopChild(caller, 1000)));
+    // The dependency may still be counting this run: the next start replaces it.
+    throw error;
+  }
+}
+
+async function runWith({ part, n, strategy, namespace, policy }, dependency, coordinatorUrls, deadUrl, callers) {
+  const { scenario, phases } = part;
+  const rate =
+    scenario === 'metastable'
+      ? (METASTABLE.load * metastableCapacityRps()) / n
+      : (options.ratePerCaller ?? options.totalRps / n);
+  const interval = 1000 / rate;
+  const lengthMs = scenarioMs(phases);
   for (let id = 0; id < n; id++) {
     const config = {
       id: String(id),
       strategy,
       dependencyUrl: dependency.url,
-      coordinatorUrls:
-        strategy === 'sluice' ? (id % 2 === 0 ? coordinatorUrls : [...coordinatorUrls].reverse()) : [deadUrl],
+      coordinatorUrls: isSluice(strategy)
+        ? id % 2 === 0
+          ? coordinatorUrls
+          : [...coordinatorUrls].reverse()
+        : [deadUrl],
       namespace,
       decisionTimeoutMs: options.decisionTimeoutMs,
-      policy: POLICY,
-      phases: options.phases,
+      policy,
+      phases,
       rate,
       // Callers are staggered within one interval, so the fleet's load is even.
       offsetMs: (id * interval) / n,
@@ -279,23 +337,27 @@ async function runOne({ n, strategy, namespace }, dependency, coordinatorUrls, d
     };
     callers.push(forkChild('caller.mjs', [JSON.stringify(config)], `caller-${id}`));
   }
-  await Promise.all(callers.map((caller) => nextMessage(caller, 'ready', 30_000)));
+  // On a busy machine N callers can take a while to load the SDK and settle.
+  await Promise.all(callers.map((caller) => nextMessage(caller, 'ready', 90_000)));
   // The fleet breaker's transitions, as the coordinator pushes them (this stream is not counted:
   // it ends after the coordinators' counts are read).
-  const observer = strategy === 'sluice' ? await observeBreaker(coordinatorUrls[1], namespace) : null;
-  const before = strategy === 'sluice' ? await coordinatorRequests(coordinatorUrls) : null;
+  const observer = isSluice(strategy) ? await observeBreaker(coordinatorUrls[1], namespace) : null;
+  const before = isSluice(strategy) ? await coordinatorRequests(coordinatorUrls) : null;
 
   const t0 = Date.now() + 500;
   dependency.child.send({
     type: 'start',
     t0,
-    phases: options.phases,
+    scenario,
+    phases,
     brownoutRate: options.brownoutRate,
     retryAfterSeconds: options.retryAfterSeconds,
     latencyMs: options.latencyMs,
   });
   await nextMessage(dependency.child, 'started', 5000);
-  const results = callers.map((caller) => nextMessage(caller, 'result', lengthMs + CALL_DEADLINE_MS + 30_000));
+  // A caller starved of CPU falls behind its schedule: it gets time to finish (the check on the
+  // callers' event loop delay says whether the run counts).
+  const results = callers.map((caller) => nextMessage(caller, 'result', 3 * lengthMs + CALL_DEADLINE_MS + 60_000));
   for (const caller of callers) caller.send({ type: 'start', t0 });
   const callerResults = await Promise.all(results);
 
@@ -308,11 +370,14 @@ async function runOne({ n, strategy, namespace }, dependency, coordinatorUrls, d
   const { counts } = await nextMessage(dependency.child, 'counts', 5000);
   const fleetBreaker = observer ? (await observer.close()).map(({ at, state }) => [at - t0, state]) : null;
   return {
+    part: part.name,
+    scenario,
+    breakers: part.breakers,
     strategy,
     n,
     rate,
-    phases: options.phases,
-    policy: POLICY,
+    phases,
+    policy,
     callers: callerResults,
     dependency: counts,
     coordinator,
@@ -324,39 +389,61 @@ async function runOne({ n, strategy, namespace }, dependency, coordinatorUrls, d
 
 async function main() {
   const plan = [];
-  options.fleetSizes.forEach((n, i) => {
-    for (const strategy of options.strategies) plan.push({ n, strategy, namespace: `fleet-${i}-n${n}` });
+  PARTS.forEach((part, p) => {
+    options.fleetSizes.forEach((n) => {
+      for (const strategy of options.strategies) {
+        plan.push({ part, n, strategy, namespace: `fleet-${p}-n${n}-${strategy}`, policy: runPolicy(part, strategy) });
+      }
+    });
   });
-  const lengthS = scenarioMs(options.phases) / 1000;
+  const totalS = plan.reduce((total, step) => total + scenarioMs(step.part.phases) / 1000, 0);
   process.stderr.write(
-    `fleet simulation: ${plan.length} runs of ${lengthS} s (phases ${JSON.stringify(options.phases)}), ` +
-      `${options.ratePerCaller ? `${options.ratePerCaller} requests/s per caller` : `${options.totalRps} requests/s offered by each fleet`}\n`,
+    `fleet simulation: ${plan.length} runs, ${totalS} s of scenarios (` +
+      PARTS.map((part) => `${part.name}: phases ${JSON.stringify(part.phases)}`).join('; ') +
+      `), ${options.ratePerCaller ? `${options.ratePerCaller} requests/s per caller` : `${options.totalRps} requests/s offered by each fleet`} ` +
+      `in the outage scenario, ${METASTABLE.load * metastableCapacityRps()} in the metastable one (capacity ${metastableCapacityRps()}/s)\n`,
   );
 
   const dependencyChild = forkChild('dependency.mjs', [], 'dependency');
   const { port } = await nextMessage(dependencyChild, 'ready', 10_000);
   const dependency = { child: dependencyChild, url: `http://127.0.0.1:${port}` };
-  const sluiceRuns = plan.filter((run) => run.strategy === 'sluice');
-  const coordinatorUrls = sluiceRuns.length > 0 ? await startCoordinators(sluiceRuns.map((run) => run.namespace)) : [];
+  const sluiceRuns = plan.filter((step) => isSluice(step.strategy));
+  const coordinatorUrls = sluiceRuns.length > 0 ? await startCoordinators(sluiceRuns) : [];
   // Nothing listens here: the local-budget callers' SDK finds no coordinator and decides locally.
   const deadUrl = `http://127.0.0.1:${await freePort()}`;
 
   const runs = [];
+  const failedRuns = [];
   for (const step of plan) {
     const begun = Date.now();
-    process.stderr.write(`N=${step.n} ${step.strategy}: `);
-    const run = await runOne(step, dependency, coordinatorUrls, deadUrl);
+    process.stderr.write(`${step.part.name} N=${step.n} ${step.strategy}: `);
+    let run;
+    try {
+      run = await runOne(step, dependency, coordinatorUrls, deadUrl);
+    } catch (error) {
+      if (interrupted) throw error;
+      process.stderr.write(`failed: ${error.message.split('\n')[0]}\n`);
+      failedRuns.push({
+        part: step.part.name,
+        n: step.n,
+        strategy: step.strategy,
+        error: error.message.split('\n')[0],
+      });
+      continue;
+    }
     run.figures = figures(run);
     runs.push(run);
     const f = run.figures;
     process.stderr.write(
-      `outage ×${f.amplificationOutage.toFixed(2)}, brown-out ×${f.amplificationBrownout.toFixed(2)}, ` +
-        `${f.probes} probes, caller loop delay p99 ${f.callerLoopDelayP99Ms} ms (${((Date.now() - begun) / 1000).toFixed(1)} s)\n`,
+      (run.scenario === 'metastable'
+        ? `recovered ${f.recoveryMs === null ? 'never' : `${(f.recoveryMs / 1000).toFixed(1)} s`} after the trigger, ` +
+          `goodput/s ${f.goodputPerSecond.map((g) => Math.round(g * 100)).join(' ')}, peak queue ${f.peakQueue}`
+        : `outage ×${f.amplificationOutage.toFixed(2)}, brown-out ×${f.amplificationBrownout.toFixed(2)}, ` +
+          `success ${(f.successBrownout * 100).toFixed(1)} %, ${f.probes} probes, closed ${f.closeAfterOutageMs ?? '—'} ms after the outage`) +
+        `, caller loop delay p99 ${f.callerLoopDelayP99Ms} ms (${((Date.now() - begun) / 1000).toFixed(1)} s)\n`,
     );
   }
 
-  const rows = runs.map((run) => run.figures);
-  const offeredRps = Object.fromEntries(runs.map((run) => [run.n, Math.round(run.rate * run.n)]));
   await mkdir(outDir, { recursive: true });
   const stamp = new Date(startedAt).toISOString().replace(/[:.]/g, '-');
   const jsonFile = join(outDir, `fleet-${stamp}.json`);
@@ -366,15 +453,31 @@ async function main() {
       {
         startedAt: new Date(startedAt).toISOString(),
         options,
-        policy: POLICY,
+        metastable: METASTABLE,
         binMs: 100,
         host: { cpus: os.cpus().length, node: process.version },
         runs: runs.map(
-          ({ strategy, n, rate, phases, figures: f, dependency: d, callers, coordinator, fleetBreaker }) => ({
+          ({
+            part,
+            scenario,
+            strategy,
+            n,
+            rate,
+            phases,
+            policy,
+            figures: f,
+            dependency: d,
+            callers,
+            coordinator,
+            fleetBreaker,
+          }) => ({
+            part,
+            scenario,
             strategy,
             n,
             ratePerCaller: rate,
             phases,
+            policy,
             figures: f,
             dependency: d,
             callers: callers.map(({ id, calls, seen, loopDelayP99Ms }) => ({ id, calls, seen, loopDelayP99Ms })),
@@ -387,21 +490,47 @@ async function main() {
       1,
     ),
   );
-  const svg = renderChart(
-    runs.map((run) => ({ strategy: run.strategy, n: run.n, received: run.dependency.received })),
-    {
-      phases: options.phases,
-      offeredRps,
-      title: options.breakers
-        ? 'Requests received by the dependency per second (100 ms bins)'
-        : 'Requests received by the dependency per second (100 ms bins), breakers off: budgets only',
-    },
-  );
-  await mkdir(dirname(chartFile), { recursive: true });
-  await writeFile(chartFile, svg);
+  const charts = [];
+  for (const part of PARTS.filter((p) => p.chart)) {
+    const partRuns = runs.filter((run) => run.part === part.name);
+    const svg = renderChart(
+      partRuns.map((run) => ({ strategy: run.strategy, n: run.n, received: run.dependency.received })),
+      {
+        phases: part.phases,
+        offeredRps: Object.fromEntries(partRuns.map((run) => [run.n, Math.round(run.rate * run.n)])),
+        title: part.breakers
+          ? 'Requests received by the dependency per second (100 ms bins)'
+          : 'Requests received by the dependency per second (100 ms bins), breakers off: budgets only',
+      },
+    );
+    await mkdir(dirname(part.chart), { recursive: true });
+    await writeFile(part.chart, svg);
+    charts.push(part.chart);
+  }
 
   await cleanup();
-  const results = checks(rows, POLICY);
+  const results = [];
+  const lines = [''];
+  for (const part of PARTS) {
+    const partRuns = runs.filter((run) => run.part === part.name);
+    const rows = partRuns.map((run) => run.figures);
+    results.push(...checks(part, rows));
+    lines.push(
+      `${part.name} (phases ${JSON.stringify(part.phases)}):`,
+      '',
+      table(part, rows),
+      '',
+      ...notes(partRuns),
+      '',
+    );
+  }
+  lines.push('Summary:', '', summary(runs), '');
+  for (const failed of failedRuns) {
+    results.push({
+      ok: false,
+      text: `${failed.part}, ${failed.strategy} N=${failed.n}: the run failed (${failed.error})`,
+    });
+  }
   // What the clean-up left: no process this benchmark started, no key under its prefix.
   const { started, running } = childProcesses();
   const keysLeft = await redisKeys({ remove: false });
@@ -412,21 +541,18 @@ async function main() {
       (running.length > 0 ? ` (still running: ${running.join(', ')})` : '') +
       `; ${keysLeft} Redis keys left under ${PREFIX}:`,
   });
-  const lines = [
-    '',
-    table(rows),
-    '',
-    `Policy: retryBudget ${JSON.stringify(POLICY.retryBudget)}, breaker ${JSON.stringify(POLICY.breaker)}.`,
+  const policy = runPolicy({ breakers: true, policy: options.policy }, 'sluice-adaptive');
+  lines.push(
+    `Policy: retryBudget ${JSON.stringify(policy.retryBudget)} (mode fixed for sluice-fixed), breaker ${JSON.stringify(policy.breaker)} (minimumCalls 1000000 with the breakers off).`,
     `Amplification: requests received ÷ first attempts offered, per phase. Tolerance: ${TOLERANCE}.`,
     `Callers at nice ${options.callerNice} (--caller-nice), ${os.availableParallelism()} cores.`,
-    ...notes(runs),
     '',
     ...results.map((result) => `${result.shown ? 'shown ' : result.ok ? 'holds ' : 'FAILS '} ${result.text}`),
     '',
     `raw series: ${relative(process.cwd(), jsonFile)}`,
-    `chart:      ${relative(process.cwd(), chartFile)}`,
+    ...charts.map((chart) => `chart:      ${relative(process.cwd(), chart)}`),
     `wall time:  ${((Date.now() - startedAt) / 1000).toFixed(0)} s`,
-  ];
+  );
   console.log(lines.join('\n'));
   if (results.some((result) => !result.ok)) process.exitCode = 1;
 }
