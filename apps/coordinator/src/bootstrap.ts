@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Logger } from '@nestjs/common';
+import { Logger, ShutdownSignal } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { LogController, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -30,6 +30,7 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
   // One pino instance for Fastify and Nest; a request's own logger (request.log) carries its reqId.
   const logger = createLogger(config.logLevel);
   const adapter = new FastifyAdapter({
+    ...(config.tls ? { https: { cert: config.tls.cert, key: config.tls.key } } : {}),
     bodyLimit: BODY_LIMIT_BYTES,
     // Names may be 128 characters and idempotency keys 255: the pattern checks decide, not the router.
     maxParamLength: 512,
@@ -50,7 +51,10 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
     // re-registration reads every body as a buffer and parses it through a wrapper per request.
     bodyParser: false,
   });
-  app.enableShutdownHooks();
+  // SIGHUP reloads a tokens file (TokensFileReloader) instead of stopping the service.
+  app.enableShutdownHooks(
+    config.tokensFile ? Object.values(ShutdownSignal).filter((signal) => signal !== ShutdownSignal.SIGHUP) : undefined,
+  );
   const fastify = app.getHttpAdapter().getInstance();
   const metrics = app.get(MetricsService);
   // Callback hooks here and below: no promise per request.

@@ -47,7 +47,9 @@ async function main(): Promise<void> {
   for (const signal of SHUTDOWN_SIGNALS) process.on(signal, () => void shutdown(signal));
   const host = listenHost(config);
   await app.listen({ port: config.port, host });
-  new Logger('Sluice').log(`listening on http://${host.includes(':') ? `[${host}]` : host}:${config.port}`);
+  new Logger('Sluice').log(
+    `listening on ${config.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${config.port}`,
+  );
 }
 
 /**

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { plainToInstance } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
 import { applyDecorators } from '@nestjs/common';
@@ -16,6 +17,8 @@ export interface SluiceConfig {
   redisUrl?: string;
   redisClusterNodes?: string[];
   tokens: TokenDefinition[];
+  /** Where the tokens came from when a file: reloaded on SIGHUP and when it changes. */
+  tokensFile?: string;
   policiesFile?: string;
   storeTimeoutMs: number;
   logLevel: LogLevel;
@@ -32,6 +35,8 @@ export interface SluiceConfig {
   maxInFlight: number;
   /** Which idempotency completions wait for a replica: `auto` (unset) those whose shard has one. */
   durability?: Durability;
+  /** PEM certificate chain and key: the service then speaks HTTPS only. */
+  tls?: { cert: string; key: string };
 }
 
 /** A whole number in [min, max], said the same way whichever check fails (`abc`, `-1`, `1.5`, `70000`). */
@@ -106,6 +111,14 @@ class Environment {
   SLUICE_MAX_IN_FLIGHT?: number;
 
   @IsOptional()
+  @IsString()
+  SLUICE_TLS_CERT_FILE?: string;
+
+  @IsOptional()
+  @IsString()
+  SLUICE_TLS_KEY_FILE?: string;
+
+  @IsOptional()
   @IsIn(DURABILITIES, { message: `must be one of ${DURABILITIES.join(', ')}` })
   SLUICE_DURABILITY?: Durability;
 }
@@ -127,6 +140,8 @@ const VARIABLE_NAMES = [
   'SLUICE_MAX_EVENT_LOOP_DELAY_MS',
   'SLUICE_MAX_IN_FLIGHT',
   'SLUICE_DURABILITY',
+  'SLUICE_TLS_CERT_FILE',
+  'SLUICE_TLS_KEY_FILE',
 ] as const;
 const INTEGER_VARIABLES = [
   'SLUICE_PORT',
@@ -186,6 +201,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SluiceConfig {
   const redisClusterNodes = collect('SLUICE_REDIS_CLUSTER_NODES', () =>
     parseClusterNodes(environment.SLUICE_REDIS_CLUSTER_NODES),
   );
+  const tls = collect('SLUICE_TLS_CERT_FILE', () =>
+    readTls(environment.SLUICE_TLS_CERT_FILE, environment.SLUICE_TLS_KEY_FILE),
+  );
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     port: environment.SLUICE_PORT ?? 8080,
@@ -193,6 +211,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SluiceConfig {
     redisUrl: environment.SLUICE_REDIS_URL,
     redisClusterNodes,
     tokens,
+    tokensFile: environment.SLUICE_TOKENS_FILE,
     policiesFile: environment.SLUICE_POLICIES_FILE,
     storeTimeoutMs: environment.SLUICE_STORE_TIMEOUT_MS ?? 50,
     logLevel: environment.SLUICE_LOG_LEVEL ?? 'info',
@@ -203,7 +222,30 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SluiceConfig {
     maxEventLoopDelayMs: environment.SLUICE_MAX_EVENT_LOOP_DELAY_MS ?? 1000,
     maxInFlight: environment.SLUICE_MAX_IN_FLIGHT ?? 5000,
     durability: environment.SLUICE_DURABILITY ?? 'auto',
+    ...(tls ? { tls } : {}),
   };
+}
+
+/** The certificate and key files, both or neither, each a PEM file that reads. */
+function readTls(certFile: string | undefined, keyFile: string | undefined): SluiceConfig['tls'] {
+  if (!certFile && !keyFile) return undefined;
+  if (!certFile) throw new ConfigError('SLUICE_TLS_CERT_FILE', 'is required with SLUICE_TLS_KEY_FILE');
+  if (!keyFile) throw new ConfigError('SLUICE_TLS_KEY_FILE', 'is required with SLUICE_TLS_CERT_FILE');
+  const problems: ConfigProblem[] = [];
+  const read = (variable: string, path: string, what: string, label: RegExp): string => {
+    try {
+      const text = readFileSync(path, 'utf8');
+      if (!label.test(text)) problems.push({ variable, message: `${path} holds no PEM ${what}` });
+      return text;
+    } catch (error) {
+      problems.push({ variable, message: `cannot read ${path} (${(error as Error).message})` });
+      return '';
+    }
+  };
+  const cert = read('SLUICE_TLS_CERT_FILE', certFile, 'certificate', /-----BEGIN [A-Z ]*CERTIFICATE-----/);
+  const key = read('SLUICE_TLS_KEY_FILE', keyFile, 'private key', /-----BEGIN [A-Z ]*PRIVATE KEY-----/);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { cert, key };
 }
 
 function parseClusterNodes(value: string | undefined): string[] | undefined {

@@ -8,6 +8,10 @@ export type TokenRole = 'client' | 'admin';
 
 export interface TokenDefinition {
   id: string;
+  /**
+   * The bearer secret, or its SHA-256 digest as `sha256:<64 hex digits>` (`sluice token hash`
+   * makes one), so the file need not hold the secret itself.
+   */
   secret: string;
   role: TokenRole;
   /** Namespaces the token may touch; `*` is every namespace. */
@@ -36,6 +40,10 @@ class TokenDefinitionDto implements TokenDefinition {
   namespaces!: string[];
 }
 
+/** A secret stored as its digest: `sha256:` and 64 hex digits. */
+export const HASHED_PREFIX = 'sha256:';
+export const HASHED_SECRET = /^sha256:[0-9a-f]{64}$/i;
+
 /** Parses and validates a JSON array of token definitions. */
 export function parseTokens(json: string, variable: string): TokenDefinition[] {
   let raw: unknown;
@@ -56,6 +64,11 @@ export function parseTokens(json: string, variable: string): TokenDefinition[] {
     for (const problem of found) {
       const message = /^property .* should not exist$/.test(problem.message) ? 'is not a known field' : problem.message;
       if (!fields.has(problem.field)) fields.set(problem.field, message);
+    }
+    if (!fields.has('secret') && typeof token.secret === 'string' && token.secret.startsWith(HASHED_PREFIX)) {
+      if (!HASHED_SECRET.test(token.secret)) {
+        fields.set('secret', 'must be sha256: and 64 hex digits when hashed (sluice token hash makes one)');
+      }
     }
     for (const [field, message] of fields) problems.push(`token ${index}${name}: ${field} ${message}`);
     if (found.length === 0) {
