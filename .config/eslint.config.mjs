@@ -1,7 +1,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'libs/client/dist/**', 'node_modules/**', 'coverage/**', 'test/bench/results/**'] },
+  { ignores: ['dist/**', 'libs/client/dist/**', 'apps/cli/dist/**', 'node_modules/**', 'coverage/**', 'test/bench/results/**'] },
   ...tseslint.configs.recommended,
   {
     rules: {

@@ -7,11 +7,18 @@ let parseDuration: (text: string) => number | null;
 type Budget = { retries: number; limit: number; retriesSucceeded?: number; cap?: number; mode?: string };
 let budgetUse: (budget: Budget) => number | null;
 let isExhausted: (budget: Budget) => boolean;
+let clock: (at: number) => string;
+let dateTime: (at: number) => string;
+let remaining: (at: number, now: number) => string;
+type Row = { dependency: string; breaker: { state: string }; view?: { budget: { retries: number; limit: number } } };
+let incidentSummary: (rows: Row[]) => string;
+let urgency: (row: Row) => number;
 
 beforeAll(async () => {
   ({ createSseParser } = await import(`${CONSOLE}/events.js`));
   ({ diffLines } = await import(`${CONSOLE}/diff.js`));
-  ({ parseDuration, budgetUse, isExhausted } = await import(`${CONSOLE}/format.js`));
+  ({ parseDuration, budgetUse, isExhausted, clock, dateTime, remaining } = await import(`${CONSOLE}/format.js`));
+  ({ incidentSummary, urgency } = await import(`${CONSOLE}/incident.js`));
 });
 
 describe('the console’s Server-Sent Events parser', () => {
@@ -73,5 +80,55 @@ describe('the console’s budget gauge', () => {
     expect(isExhausted({ mode: 'fixed', retries: 10, retriesSucceeded: 6, limit: 10, cap: 10 })).toBe(true);
     expect(budgetUse({ retries: 5, limit: 10 })).toBe(0.5);
     expect(isExhausted({ retries: 10, limit: 10 })).toBe(true);
+  });
+});
+
+describe('the console’s times', () => {
+  it('are UTC ISO 8601 with the zone said, whatever the browser’s locale and zone', () => {
+    const at = Date.UTC(2026, 11, 3, 14, 45, 1, 250); // 3 December, not 12 March
+    expect([dateTime(at), clock(at)]).toEqual(['2026-12-03T14:45:01Z', '14:45:01Z']);
+  });
+
+  it('say how much longer in whole units', () => {
+    const now = Date.UTC(2026, 11, 3, 14, 45, 0);
+    expect([remaining(now + 40_000, now), remaining(now + 1_794_000, now), remaining(now + 7_500_000, now)]).toEqual([
+      '40 s',
+      '30 m',
+      '2 h 5 m',
+    ]);
+  });
+});
+
+describe('the fleet page’s incident summary and order', () => {
+  const row = (dependency: string, state: string, retries = 0, limit = 100): Row => ({
+    dependency,
+    breaker: { state },
+    view: { budget: { retries, limit } },
+  });
+
+  it('counts what needs an operator, most urgent first', () => {
+    const rows = [
+      row('a', 'closed'),
+      row('b', 'open'),
+      row('c', 'closed', 100, 100),
+      row('d', 'forced_open'),
+      row('e', 'closed', 7, 7),
+      row('f', 'open'),
+    ];
+    expect(incidentSummary(rows)).toBe('1 forced open · 2 open · 2 budgets exhausted');
+    expect([...rows].sort((x, y) => urgency(x) - urgency(y)).map((r) => r.dependency)).toEqual([
+      'd',
+      'b',
+      'f',
+      'c',
+      'e',
+      'a',
+    ]);
+  });
+
+  it('says when all is calm', () => {
+    expect(incidentSummary([row('a', 'closed'), row('b', 'closed')])).toBe(
+      'All 2 breakers closed, no budget exhausted.',
+    );
   });
 });

@@ -173,6 +173,12 @@ describe('the console at /console', () => {
     const stateOnB = row(pageB, 'payments-api').locator('[data-column="state"]');
     await stateOnB.filter({ hasText: 'forced open' }).waitFor({ timeout: UI_TIMEOUT_MS });
     expect(await stateOnB.innerText()).toContain(reason);
+    // The page leads with the incident: the summary, the row first, who forced it and until when.
+    await pageB.locator('.incident-summary').filter({ hasText: '1 forced open' }).waitFor({ timeout: UI_TIMEOUT_MS });
+    await stateOnB.filter({ hasText: 'by ops-alice' }).waitFor({ timeout: UI_TIMEOUT_MS });
+    expect(await stateOnB.innerText()).toContain('until reset');
+    expect(await pageB.locator('table.data tbody tr').first().getAttribute('data-key')).toBe('payments-api');
+    expect(await pageB.locator('.fleet .status').innerText()).toMatch(/refreshed \d\d:\d\d:\d\dZ$/);
     expect(await pageB.evaluate(() => (globalThis as unknown as PageGlobals).notReloaded)).toBe(true);
     await screenshot(pageA, 'dependency');
     await screenshot(pageB, 'fleet-forced-open');
@@ -290,6 +296,9 @@ describe('the console at /console', () => {
     // Sortable (the header is a button) and filterable, in the page.
     const names = () =>
       pageB.locator('table.data tbody tr').evaluateAll((rows) => rows.map((tr) => tr.getAttribute('data-key')));
+    // By urgency first (all closed here), then by name.
+    expect(await names()).toEqual(['inventory', 'payments-api', 'pricing-apii']);
+    await pageB.getByRole('button', { name: 'Dependency', exact: true }).click();
     expect(await names()).toEqual(['inventory', 'payments-api', 'pricing-apii']);
     await pageB.getByRole('button', { name: 'Dependency', exact: true }).click();
     expect(await names()).toEqual(['pricing-apii', 'payments-api', 'inventory']);

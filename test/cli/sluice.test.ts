@@ -202,7 +202,17 @@ describe('the sluice CLI', () => {
   });
 
   it('gets, puts and diffs a policy with its ETag; a stale ETag is refused and shows the newer version', async () => {
-    refused(await sluice('policy', 'get', 'shop', 'inventory'), /stores no policy document deps\/inventory/);
+    // Nothing stored is not a failure: the policy in effect is shown instead.
+    const none = await sluice('policy', 'get', 'shop', 'inventory');
+    expect({ code: none.code, stderr: none.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(none.stdout).toMatch(
+      /^namespace shop stores no document for deps\/inventory: it follows the defaults\. In effect:\n\{/,
+    );
+    expect(await json('policy', 'get', 'shop', 'inventory')).toMatchObject({
+      etag: null,
+      document: null,
+      effective: { mode: 'enforce', retryBudget: expect.objectContaining({ ratio: expect.any(Number) }) },
+    });
     const first = await json(
       'policy',
       'put',

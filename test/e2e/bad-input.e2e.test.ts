@@ -321,6 +321,16 @@ const authCases: BadCase[] = (
     status: 403,
     code: 'forbidden',
   },
+  {
+    // Not a scope refusal: no namespace has that name, and the client token is told so.
+    name: `${what}: client token on namespace "Shop" (not a name)`,
+    method,
+    path: path.replace(`/v1/${NS}/`, '/v1/Shop/'),
+    body,
+    status: 400,
+    code: INVALID,
+    field: 'ns',
+  },
 ]);
 
 /** The seeded in-flight key and queue message, which every rejected request must leave as they are. */

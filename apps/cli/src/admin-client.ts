@@ -23,7 +23,7 @@ export interface ApiResponse<T> {
 
 /** A thin client of the coordinator's HTTP API on Node's fetch: one request, its JSON answer, or a CliError. */
 export class AdminClient {
-  constructor(private readonly connection: Connection) {}
+  constructor(readonly connection: Connection) {}
 
   /** The request's URL: the base URL, the path, the query's defined values. */
   urlOf(path: string, query: ApiRequest['query'] = {}): URL {
@@ -50,11 +50,21 @@ export class AdminClient {
       body: request.body === undefined ? undefined : JSON.stringify(request.body),
     });
     const text = await response.text();
+    if (text !== '' && !isJson(response)) throw this.notSluice(method, path, response);
     const body = text === '' ? undefined : parseJson(text);
     if (response.ok || request.accept?.includes(response.status)) {
       return { status: response.status, headers: response.headers, body: body as T };
     }
-    throw refusal(method, path, response, body as Partial<ErrorBody> | undefined);
+    throw refusal(method, path, response, body as Partial<ErrorBody> | undefined, this.connection);
+  }
+
+  /** Every answer of the coordinator's API is JSON: anything else came from another server. */
+  private notSluice(method: string, path: string, response: Response): CliError {
+    const type = response.headers.get('content-type') ?? 'no content-type';
+    return new CliError(
+      `${method} ${path}: the server at ${this.connection.url} answered ${response.status} with ${type}, ` +
+        "not the coordinator's JSON: is --url (SLUICE_URL) a Sluice coordinator's base URL?",
+    );
   }
 
   get<T>(path: string, query?: ApiRequest['query']): Promise<T> {
@@ -75,6 +85,10 @@ export class AdminClient {
   }
 }
 
+function isJson(response: Response): boolean {
+  return /^application\/(problem\+)?json\b/i.test(response.headers.get('content-type') ?? '');
+}
+
 function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
@@ -84,16 +98,29 @@ function parseJson(text: string): unknown {
 }
 
 /** The coordinator's refusal as an operator reads it: what was refused, why, and what to do about it. */
-export function refusal(method: string, path: string, response: Response, body?: Partial<ErrorBody>): CliError {
+export function refusal(
+  method: string,
+  path: string,
+  response: Response,
+  body: Partial<ErrorBody> | undefined,
+  connection: Connection,
+): CliError {
   const code = body?.code ?? `http_${response.status}`;
   const said = `${response.status} ${code}${body?.message ? `: ${body.message}` : ''}`;
   const details = (body?.details ?? []).map((detail) => `\n  ${detail.field}: ${detail.message}`).join('');
-  const hint = HINTS[code]?.(response) ?? '';
+  const hint = HINTS[code]?.(response, connection) ?? '';
   return new CliError(`${method} ${path} was refused (${said})${details}${hint ? `\n${hint}` : ''}`);
 }
 
-const HINTS: Record<string, (response: Response) => string> = {
-  unauthorized: () => 'The coordinator does not know this token: pass an admin token with --token or SLUICE_TOKEN.',
+const HINTS: Record<string, (response: Response, connection: Connection) => string> = {
+  unauthorized: (_response, { token }) =>
+    token
+      ? 'The coordinator does not know this token: pass an admin token with --token or SLUICE_TOKEN.'
+      : 'No token was given: pass an admin token with --token or SLUICE_TOKEN.',
+  not_found: (_response, { url }) =>
+    new URL(url).pathname.replace(/\/+$/, '') === ''
+      ? ''
+      : `--url should be the coordinator's base URL without a path (e.g. ${new URL(url).origin}), not ${url}.`,
   forbidden: () => 'This token may not do that: the admin API needs an admin token whose namespaces cover the request.',
   store_unavailable: (response) =>
     `The coordinator's store (Redis) is not answering, so nothing was read or changed; try again${retryAfter(response)}.`,

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { AdminClient } from './admin-client';
+import { usageError } from './cli-error';
 import type { OutputFormat } from './output';
 
 /** The options every command takes (`sluice --help`). */
@@ -25,10 +26,28 @@ export function withContext<A extends unknown[]>(handler: Handler<A>): (...args:
   return (...args: unknown[]) => {
     const command = args[args.length - 1] as Command;
     const options = command.optsWithGlobals<GlobalOptions>();
-    const context = { client: new AdminClient({ url: options.url, token: options.token }), output: options.output };
+    const url = coordinatorUrl(options.url, command.getOptionValueSourceWithGlobals('url'));
+    const context = { client: new AdminClient({ url, token: options.token }), output: options.output };
     return handler(context, ...(args.slice(0, -1) as A));
   };
 }
 
 /** One path segment, escaped. */
 export const segment = (name: string): string => encodeURIComponent(name);
+
+/**
+ * The coordinator's base URL, checked before anything is sent: a bad one is bad usage (exit 2),
+ * said with where it came from.
+ */
+export function coordinatorUrl(url: string, source: string | undefined): string {
+  const from = source === 'env' ? ' (from SLUICE_URL)' : '';
+  if (!/^https?:\/\//i.test(url)) {
+    throw usageError(`--url must start with http:// or https://, e.g. http://127.0.0.1:8080; got "${url}"${from}`);
+  }
+  try {
+    new URL(url);
+  } catch {
+    throw usageError(`--url is not a valid URL: "${url}"${from}`);
+  }
+  return url;
+}

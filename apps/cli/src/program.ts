@@ -6,6 +6,7 @@ import { registerDeadLetters } from './commands/dead-letters';
 import { registerDependencies } from './commands/dependencies';
 import { registerNamespaces } from './commands/namespaces';
 import { registerPolicy } from './commands/policy';
+import { registerToken } from './commands/token';
 import { registerWatch } from './commands/watch';
 import { OUTPUT_FORMATS } from './output';
 
@@ -37,6 +38,7 @@ export function buildProgram(): Command {
   registerDeadLetters(program);
   registerAudit(program);
   registerWatch(program);
+  registerToken(program);
   return program;
 }
 

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Logger } from '@nestjs/common';
+import { Logger, ShutdownSignal } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppModule } from './app.module';
@@ -21,7 +21,7 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
   const verbose = config.logLevel === 'debug' || config.logLevel === 'trace';
   // One pino instance for Fastify and Nest; a request's own logger (request.log) carries its reqId.
   const logger = createLogger(config.logLevel);
-  const adapter = createHttpAdapter(logger, verbose);
+  const adapter = createHttpAdapter(logger, verbose, config.tls);
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register({ config, policies }), adapter, {
     logger: new NestPinoLogger(logger),
     abortOnError: false,
@@ -29,7 +29,10 @@ export async function createCoordinator(config: SluiceConfig): Promise<NestFasti
     // re-registration reads every body as a buffer and parses it through a wrapper per request.
     bodyParser: false,
   });
-  app.enableShutdownHooks();
+  // SIGHUP reloads a tokens file (TokensFileReloader) instead of stopping the service.
+  app.enableShutdownHooks(
+    config.tokensFile ? Object.values(ShutdownSignal).filter((signal) => signal !== ShutdownSignal.SIGHUP) : undefined,
+  );
   installHttpEdge(app, config, app.get(MetricsService));
   setupOpenApi(app);
   await setupConsole(app);

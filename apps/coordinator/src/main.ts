@@ -3,8 +3,9 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Server as NetServer } from 'node:net';
 import { createCoordinator, listenHost } from './bootstrap';
-import { ConfigError } from './config/config-error';
-import { loadConfig } from './config/config';
+import { ConfigError, type ConfigProblem } from './config/config-error';
+import { loadConfig, type SluiceConfig } from './config/config';
+import { readPoliciesFile } from './policies/policies-file';
 import { EventStreamService } from './events/event-stream.service';
 import { createLogger } from './logging/logger';
 
@@ -27,12 +28,9 @@ const SHUTDOWN_TIMEOUT_MS = 20_000;
 async function main(): Promise<void> {
   let config;
   try {
-    config = loadConfig();
+    config = loadBootConfig();
   } catch (error) {
-    if (error instanceof ConfigError) {
-      createLogger('info').fatal({ context: 'Config' }, `invalid configuration: ${error.message}`);
-      process.exit(78); // EX_CONFIG
-    }
+    if (error instanceof ConfigError) exitOnConfigError(error);
     throw error;
   }
   const frameworkHandlers = new Map(SHUTDOWN_SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]));
@@ -49,7 +47,9 @@ async function main(): Promise<void> {
   for (const signal of SHUTDOWN_SIGNALS) process.on(signal, () => void shutdown(signal));
   const host = listenHost(config);
   await app.listen({ port: config.port, host });
-  new Logger('Sluice').log(`listening on http://${host.includes(':') ? `[${host}]` : host}:${config.port}`);
+  new Logger('Sluice').log(
+    `listening on ${config.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${config.port}`,
+  );
 }
 
 /**
@@ -128,7 +128,43 @@ async function within(ms: number, work: Promise<unknown>, log: { logger: Logger;
   return false;
 }
 
+/**
+ * The variables and the policies file they name, every problem of both in one error, so one boot
+ * says all that is wrong (the app reads the file again when it is built).
+ */
+function loadBootConfig(): SluiceConfig {
+  const problems: ConfigProblem[] = [];
+  let config: SluiceConfig | undefined;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    problems.push(...error.problems);
+  }
+  const policiesFile = process.env.SLUICE_POLICIES_FILE;
+  if (policiesFile) {
+    try {
+      readPoliciesFile(policiesFile);
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      problems.push(...error.problems);
+    }
+  }
+  if (problems.length > 0 || !config) throw new ConfigError(problems);
+  return config;
+}
+
+/** Exit 78 (EX_CONFIG) with one JSON line naming every bad variable. */
+function exitOnConfigError(error: ConfigError): never {
+  createLogger('info').fatal(
+    { context: 'Config', problems: error.problems },
+    `invalid configuration: ${error.message}`,
+  );
+  process.exit(78);
+}
+
 main().catch((error: unknown) => {
+  if (error instanceof ConfigError) exitOnConfigError(error);
   createLogger('info').fatal({ context: 'Sluice' }, `failed to start: ${(error as Error).stack ?? String(error)}`);
   process.exit(1);
 });

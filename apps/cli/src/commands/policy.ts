@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
+import type { DependencyView } from '@sluice/protocol';
 import type { AdminClient } from '../admin-client';
 import { CliError, usageError } from '../cli-error';
 import { segment, withContext } from '../context';
@@ -30,8 +31,22 @@ export function registerPolicy(program: Command): void {
     .action(
       withContext(async ({ client, output }, ns: string, target: string) => {
         const stored = await read(client, ns, target);
-        if (!stored) throw new CliError(`namespace "${ns}" stores no policy document ${pathOf(target)}`);
-        print(output, stored, () => `ETag ${stored.etag}\n${jsonLines(stored.document).join('\n')}`);
+        if (stored) {
+          print(output, stored, () => `ETag ${stored.etag}\n${jsonLines(stored.document).join('\n')}`);
+          return;
+        }
+        // Nothing stored is not an error: a dependency then follows the defaults, shown as in effect.
+        const path = pathOf(target);
+        const dependency = /^deps\/(.+)$/.exec(path)?.[1];
+        const effective = dependency
+          ? (await client.get<DependencyView>(`v1/${segment(ns)}/deps/${dependency}`)).policy
+          : null;
+        print(output, { etag: null, document: null, effective }, () =>
+          effective
+            ? `namespace ${ns} stores no document for ${path}: it follows the defaults. In effect:\n` +
+              jsonLines(effective).join('\n')
+            : `namespace ${ns} stores no document for ${path}`,
+        );
       }),
     );
 

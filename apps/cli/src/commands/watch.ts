@@ -27,7 +27,13 @@ export function registerWatch(program: Command): void {
           signal: stop.signal,
         });
         if (!response.ok || !response.body) {
-          throw refusal('GET', path, response, (await response.json().catch(() => undefined)) as Partial<ErrorBody>);
+          throw refusal(
+            'GET',
+            path,
+            response,
+            (await response.json().catch(() => undefined)) as Partial<ErrorBody>,
+            client.connection,
+          );
         }
         process.stderr.write(`watching the breakers of ${ns} (Ctrl-C to stop)\n`);
         const stream = Readable.fromWeb(response.body as ReadableStream<Uint8Array>);
@@ -53,7 +59,8 @@ function print(output: OutputFormat, namespace: string, event: BreakerEvent): vo
     output === 'json'
       ? JSON.stringify({ namespace, ...event })
       : [
-          instant(event.since),
+          // A breaker that never changed has no `since`: the line carries the time it was read.
+          instant(event.since ?? Date.now()),
           `${namespace}/${event.dep}`,
           event.state,
           event.openUntil === null ? '' : `until ${instant(event.openUntil)}`,

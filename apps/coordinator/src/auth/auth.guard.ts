@@ -1,7 +1,8 @@
 import { CanActivate, ExecutionContext, Injectable, type Type } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { ApiError } from '../common/api-error';
+import { RESOURCE_NAME_PATTERN } from '@sluice/protocol';
+import { ApiError, validationFailed } from '../common/api-error';
 import { ROUTE_KIND, type RouteKind } from './route-kind';
 import { OPEN_MODE_PRINCIPAL, TokenRegistry, mayTouchNamespace, type Principal } from './token-registry';
 
@@ -45,6 +46,11 @@ export class AuthGuard implements CanActivate {
       throw new ApiError(403, 'forbidden', 'this route needs an admin token');
     }
     const namespace = namespaceOf(request);
+    // A name no namespace can have is a mistake in the request, said to every token (a scope
+    // refusal would hide it from a client token scoped to the name it meant).
+    if (namespace !== undefined && !RESOURCE_NAME_PATTERN.test(namespace)) {
+      throw validationFailed([{ field: 'ns', message: `must match ${RESOURCE_NAME_PATTERN.source}` }]);
+    }
     if (namespace !== undefined && !mayTouchNamespace(principal, namespace)) {
       throw new ApiError(403, 'forbidden', `the token may not touch namespace "${namespace}"`);
     }

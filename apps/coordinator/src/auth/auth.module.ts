@@ -4,8 +4,9 @@ import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { AuthGuard } from './auth.guard';
 import { TokenRegistry } from './token-registry';
+import { TokensFileReloader } from './tokens-file-reloader';
 
-/** Bearer tokens from the configuration, checked on every route by a global guard. */
+/** Bearer tokens from the configuration (a tokens file reloaded as it changes), checked on every route by a global guard. */
 @Module({
   providers: [
     {
@@ -13,6 +14,7 @@ import { TokenRegistry } from './token-registry';
       inject: [SLUICE_CONFIG],
       useFactory: (config: SluiceConfig) => new TokenRegistry(config.tokens),
     },
+    TokensFileReloader,
     AuthGuard,
     { provide: APP_GUARD, useExisting: AuthGuard },
   ],

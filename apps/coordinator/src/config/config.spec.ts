@@ -27,6 +27,7 @@ describe('loadConfig', () => {
       redisUrl: undefined,
       redisClusterNodes: undefined,
       tokens: [],
+      tokensFile: undefined,
       policiesFile: undefined,
       storeTimeoutMs: 50,
       logLevel: 'info',

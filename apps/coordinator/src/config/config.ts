@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { plainToInstance } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
+import { applyDecorators } from '@nestjs/common';
 import { DURABILITIES, splitHostPort, type Durability } from '@sluice/store';
-import { ConfigError } from './config-error';
+import { ConfigError, type ConfigProblem } from './config-error';
 import { parseTokens, readTokensFile, type TokenDefinition } from './tokens';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -15,6 +17,8 @@ export interface SluiceConfig {
   redisUrl?: string;
   redisClusterNodes?: string[];
   tokens: TokenDefinition[];
+  /** Where the tokens came from when a file: reloaded on SIGHUP and when it changes. */
+  tokensFile?: string;
   policiesFile?: string;
   storeTimeoutMs: number;
   logLevel: LogLevel;
@@ -31,19 +35,25 @@ export interface SluiceConfig {
   maxInFlight: number;
   /** Which idempotency completions wait for a replica: `auto` (unset) those whose shard has one. */
   durability?: Durability;
+  /** PEM certificate chain and key: the service then speaks HTTPS only. */
+  tls?: { cert: string; key: string };
+}
+
+/** A whole number in [min, max], said the same way whichever check fails (`abc`, `-1`, `1.5`, `70000`). */
+function WholeNumber(min: number, max: number): PropertyDecorator {
+  const message = `must be a whole number from ${min} to ${max}`;
+  return applyDecorators(IsInt({ message }), Min(min, { message }), Max(max, { message }));
 }
 
 /** The environment as class-validator sees it: property names are the variables' names. */
 class Environment {
   @IsOptional()
-  @IsInt()
-  @Min(0)
-  @Max(65535)
+  @WholeNumber(0, 65535)
   SLUICE_PORT?: number;
 
   @IsOptional()
   @IsString()
-  @Matches(/^[A-Za-z0-9.:[\]-]+$/)
+  @Matches(/^[A-Za-z0-9.:[\]-]+$/, { message: 'must be a host name or an IP address' })
   SLUICE_HOST?: string;
 
   @IsOptional()
@@ -68,52 +78,48 @@ class Environment {
   SLUICE_POLICIES_FILE?: string;
 
   @IsOptional()
-  @IsInt()
-  @Min(1)
-  @Max(60000)
+  @WholeNumber(1, 60000)
   SLUICE_STORE_TIMEOUT_MS?: number;
 
   @IsOptional()
-  @IsIn(LOG_LEVELS)
+  @IsIn(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` })
   SLUICE_LOG_LEVEL?: LogLevel;
 
   @IsOptional()
-  @IsInt()
-  @Min(1)
-  @Max(1_000_000)
+  @WholeNumber(1, 1_000_000)
   SLUICE_MAX_DEPENDENCIES_PER_NAMESPACE?: number;
 
   @IsOptional()
   @IsString()
-  @Matches(/^[A-Za-z0-9_.:-]{1,64}$/)
+  @Matches(/^[A-Za-z0-9_.:-]{1,64}$/, { message: 'must be 1 to 64 of A-Z a-z 0-9 _ . : -' })
   SLUICE_KEY_PREFIX?: string;
 
   @IsOptional()
-  @IsInt()
-  @Min(100)
-  @Max(60_000)
+  @WholeNumber(100, 60_000)
   SLUICE_SSE_HEARTBEAT_MS?: number;
 
   @IsOptional()
-  @IsInt()
-  @Min(0)
-  @Max(1_000_000)
+  @WholeNumber(0, 1_000_000)
   SLUICE_MAX_NAMESPACES?: number;
 
   @IsOptional()
-  @IsInt()
-  @Min(0)
-  @Max(60_000)
+  @WholeNumber(0, 60_000)
   SLUICE_MAX_EVENT_LOOP_DELAY_MS?: number;
 
   @IsOptional()
-  @IsInt()
-  @Min(0)
-  @Max(1_000_000)
+  @WholeNumber(0, 1_000_000)
   SLUICE_MAX_IN_FLIGHT?: number;
 
   @IsOptional()
-  @IsIn(DURABILITIES)
+  @IsString()
+  SLUICE_TLS_CERT_FILE?: string;
+
+  @IsOptional()
+  @IsString()
+  SLUICE_TLS_KEY_FILE?: string;
+
+  @IsOptional()
+  @IsIn(DURABILITIES, { message: `must be one of ${DURABILITIES.join(', ')}` })
   SLUICE_DURABILITY?: Durability;
 }
 
@@ -134,6 +140,8 @@ const VARIABLE_NAMES = [
   'SLUICE_MAX_EVENT_LOOP_DELAY_MS',
   'SLUICE_MAX_IN_FLIGHT',
   'SLUICE_DURABILITY',
+  'SLUICE_TLS_CERT_FILE',
+  'SLUICE_TLS_KEY_FILE',
 ] as const;
 const INTEGER_VARIABLES = [
   'SLUICE_PORT',
@@ -146,7 +154,7 @@ const INTEGER_VARIABLES = [
 ] as const;
 const LOOPBACK = '127.0.0.1';
 
-/** Reads and validates the configuration; throws ConfigError naming the first bad variable. */
+/** Reads and validates the configuration; throws one ConfigError naming every bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): SluiceConfig {
   const plain: Record<string, unknown> = {};
   for (const name of VARIABLE_NAMES) {
@@ -160,25 +168,50 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SluiceConfig {
     }
   }
   const environment = plainToInstance(Environment, plain);
-  const [error] = validateSync(environment);
-  if (error) {
-    const message = Object.values(error.constraints ?? {})[0] ?? 'is invalid';
-    throw new ConfigError(error.property, message.replace(`${error.property} `, ''));
-  }
+  const problems: ConfigProblem[] = validateSync(environment).map((error) => ({
+    variable: error.property,
+    // One message per variable: the checks of one variable say the same thing, or the first does.
+    message: Object.values(error.constraints ?? {})[0] ?? 'is invalid',
+  }));
+  const bad = new Set(problems.map((problem) => problem.variable));
+  const collect = <T>(variable: string, read: () => T): T | undefined => {
+    if (bad.has(variable)) return undefined;
+    try {
+      return read();
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      problems.push(...error.problems);
+      return undefined;
+    }
+  };
   if (environment.SLUICE_TOKENS && environment.SLUICE_TOKENS_FILE) {
-    throw new ConfigError('SLUICE_TOKENS_FILE', 'set either SLUICE_TOKENS or SLUICE_TOKENS_FILE, not both');
+    problems.push({
+      variable: 'SLUICE_TOKENS_FILE',
+      message: 'set either SLUICE_TOKENS or SLUICE_TOKENS_FILE, not both',
+    });
   }
-  const tokens = environment.SLUICE_TOKENS
-    ? parseTokens(environment.SLUICE_TOKENS, 'SLUICE_TOKENS')
-    : environment.SLUICE_TOKENS_FILE
-      ? readTokensFile(environment.SLUICE_TOKENS_FILE, 'SLUICE_TOKENS_FILE')
-      : [];
+  const tokens =
+    (environment.SLUICE_TOKENS
+      ? collect('SLUICE_TOKENS', () => parseTokens(environment.SLUICE_TOKENS as string, 'SLUICE_TOKENS'))
+      : environment.SLUICE_TOKENS_FILE
+        ? collect('SLUICE_TOKENS_FILE', () =>
+            readTokensFile(environment.SLUICE_TOKENS_FILE as string, 'SLUICE_TOKENS_FILE'),
+          )
+        : []) ?? [];
+  const redisClusterNodes = collect('SLUICE_REDIS_CLUSTER_NODES', () =>
+    parseClusterNodes(environment.SLUICE_REDIS_CLUSTER_NODES),
+  );
+  const tls = collect('SLUICE_TLS_CERT_FILE', () =>
+    readTls(environment.SLUICE_TLS_CERT_FILE, environment.SLUICE_TLS_KEY_FILE),
+  );
+  if (problems.length > 0) throw new ConfigError(problems);
   return {
     port: environment.SLUICE_PORT ?? 8080,
     host: environment.SLUICE_HOST ?? (tokens.length > 0 ? '0.0.0.0' : LOOPBACK),
     redisUrl: environment.SLUICE_REDIS_URL,
-    redisClusterNodes: parseClusterNodes(environment.SLUICE_REDIS_CLUSTER_NODES),
+    redisClusterNodes,
     tokens,
+    tokensFile: environment.SLUICE_TOKENS_FILE,
     policiesFile: environment.SLUICE_POLICIES_FILE,
     storeTimeoutMs: environment.SLUICE_STORE_TIMEOUT_MS ?? 50,
     logLevel: environment.SLUICE_LOG_LEVEL ?? 'info',
@@ -189,7 +222,30 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SluiceConfig {
     maxEventLoopDelayMs: environment.SLUICE_MAX_EVENT_LOOP_DELAY_MS ?? 1000,
     maxInFlight: environment.SLUICE_MAX_IN_FLIGHT ?? 5000,
     durability: environment.SLUICE_DURABILITY ?? 'auto',
+    ...(tls ? { tls } : {}),
   };
+}
+
+/** The certificate and key files, both or neither, each a PEM file that reads. */
+function readTls(certFile: string | undefined, keyFile: string | undefined): SluiceConfig['tls'] {
+  if (!certFile && !keyFile) return undefined;
+  if (!certFile) throw new ConfigError('SLUICE_TLS_CERT_FILE', 'is required with SLUICE_TLS_KEY_FILE');
+  if (!keyFile) throw new ConfigError('SLUICE_TLS_KEY_FILE', 'is required with SLUICE_TLS_CERT_FILE');
+  const problems: ConfigProblem[] = [];
+  const read = (variable: string, path: string, what: string, label: RegExp): string => {
+    try {
+      const text = readFileSync(path, 'utf8');
+      if (!label.test(text)) problems.push({ variable, message: `${path} holds no PEM ${what}` });
+      return text;
+    } catch (error) {
+      problems.push({ variable, message: `cannot read ${path} (${(error as Error).message})` });
+      return '';
+    }
+  };
+  const cert = read('SLUICE_TLS_CERT_FILE', certFile, 'certificate', /-----BEGIN [A-Z ]*CERTIFICATE-----/);
+  const key = read('SLUICE_TLS_KEY_FILE', keyFile, 'private key', /-----BEGIN [A-Z ]*PRIVATE KEY-----/);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { cert, key };
 }
 
 function parseClusterNodes(value: string | undefined): string[] | undefined {

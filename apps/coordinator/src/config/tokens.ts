@@ -8,6 +8,10 @@ export type TokenRole = 'client' | 'admin';
 
 export interface TokenDefinition {
   id: string;
+  /**
+   * The bearer secret, or its SHA-256 digest as `sha256:<64 hex digits>` (`sluice token hash`
+   * makes one), so the file need not hold the secret itself.
+   */
   secret: string;
   role: TokenRole;
   /** Namespaces the token may touch; `*` is every namespace. */
@@ -15,23 +19,30 @@ export interface TokenDefinition {
 }
 
 class TokenDefinitionDto implements TokenDefinition {
-  @IsString()
-  @Matches(/^[A-Za-z0-9._-]{1,64}$/)
+  @IsString({ message: 'must be a string' })
+  @Matches(/^[A-Za-z0-9._-]{1,64}$/, { message: 'must be 1 to 64 of A-Z a-z 0-9 . _ -' })
   id!: string;
 
-  @IsString()
-  @MinLength(16)
-  @MaxLength(512)
+  @IsString({ message: 'must be a string' })
+  @MinLength(16, { message: 'must be at least 16 characters' })
+  @MaxLength(512, { message: 'must be at most 512 characters' })
   secret!: string;
 
-  @IsIn(['client', 'admin'])
+  @IsIn(['client', 'admin'], { message: 'must be client or admin' })
   role!: TokenRole;
 
-  @IsArray()
-  @ArrayMinSize(1)
-  @Matches(/^(\*|[a-z0-9][a-z0-9._-]{0,127})$/, { each: true })
+  @IsArray({ message: 'must be a list of namespaces' })
+  @ArrayMinSize(1, { message: 'must list at least one namespace' })
+  @Matches(/^(\*|[a-z0-9][a-z0-9._-]{0,127})$/, {
+    each: true,
+    message: 'must hold namespace names (^[a-z0-9][a-z0-9._-]{0,127}$) or *',
+  })
   namespaces!: string[];
 }
+
+/** A secret stored as its digest: `sha256:` and 64 hex digits. */
+export const HASHED_PREFIX = 'sha256:';
+export const HASHED_SECRET = /^sha256:[0-9a-f]{64}$/i;
 
 /** Parses and validates a JSON array of token definitions. */
 export function parseTokens(json: string, variable: string): TokenDefinition[] {
@@ -42,19 +53,34 @@ export function parseTokens(json: string, variable: string): TokenDefinition[] {
     throw new ConfigError(variable, `is not valid JSON (${(error as Error).message})`);
   }
   if (!Array.isArray(raw)) throw new ConfigError(variable, 'must be a JSON array of tokens');
-  const tokens = raw.map((entry, index) => {
+  const problems: string[] = [];
+  const tokens: TokenDefinition[] = [];
+  raw.forEach((entry: unknown, index) => {
     const token = plainToInstance(TokenDefinitionDto, entry);
-    const problems = flattenValidationErrors(validateSync(token, { whitelist: true, forbidNonWhitelisted: true }));
-    if (problems.length > 0) {
-      throw new ConfigError(variable, `token ${index}: ${problems[0].field} ${problems[0].message}`);
+    const found = flattenValidationErrors(validateSync(token, { whitelist: true, forbidNonWhitelisted: true }));
+    const name = typeof token?.id === 'string' ? ` ("${token.id}")` : '';
+    // One message per field: the first check that failed says what the field must be.
+    const fields = new Map<string, string>();
+    for (const problem of found) {
+      const message = /^property .* should not exist$/.test(problem.message) ? 'is not a known field' : problem.message;
+      if (!fields.has(problem.field)) fields.set(problem.field, message);
     }
-    return { id: token.id, secret: token.secret, role: token.role, namespaces: [...token.namespaces] };
+    if (!fields.has('secret') && typeof token.secret === 'string' && token.secret.startsWith(HASHED_PREFIX)) {
+      if (!HASHED_SECRET.test(token.secret)) {
+        fields.set('secret', 'must be sha256: and 64 hex digits when hashed (sluice token hash makes one)');
+      }
+    }
+    for (const [field, message] of fields) problems.push(`token ${index}${name}: ${field} ${message}`);
+    if (found.length === 0) {
+      tokens.push({ id: token.id, secret: token.secret, role: token.role, namespaces: [...token.namespaces] });
+    }
   });
   const ids = new Set<string>();
   for (const token of tokens) {
-    if (ids.has(token.id)) throw new ConfigError(variable, `token id "${token.id}" appears twice`);
+    if (ids.has(token.id)) problems.push(`token id "${token.id}" appears twice`);
     ids.add(token.id);
   }
+  if (problems.length > 0) throw new ConfigError(problems.map((message) => ({ variable, message })));
   return tokens;
 }
 

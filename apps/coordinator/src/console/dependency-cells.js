@@ -1,26 +1,28 @@
 // How one dependency's numbers are shown, in the fleet table and on its own page.
 
 import { h } from './dom.js';
-import { budgetUse, isExhausted, millis, relative } from './format.js';
+import { budgetUse, clock, isExhausted, millis, remaining } from './format.js';
 import { stateBadge } from './widgets.js';
 
 /** @typedef {import('@sluice/protocol').DependencyView} DependencyView */
 
 /**
- * The state, and for a forced or open breaker its reason and how long it lasts.
- * @param {{ state: import('@sluice/protocol').BreakerState, openUntil?: number | null, reason?: string | null }} breaker
+ * The state, and for a forced or open breaker until when (`until 15:20:00Z, 29 m more`), who forced
+ * it (`by ops`, when known) and the operator's reason.
+ * @param {{ state: import('@sluice/protocol').BreakerState, openUntil?: number | null, reason?: string | null, actor?: string | null }} breaker
  */
 export function breakerCell(breaker) {
   const until = breaker.openUntil
-    ? ` until ${relative(breaker.openUntil)}`
+    ? `until ${clock(breaker.openUntil)}, ${remaining(breaker.openUntil)} more`
     : breaker.state.startsWith('forced')
-      ? ' until reset'
+      ? 'until reset'
       : '';
   return h(
     'span',
     { class: 'breaker' },
     stateBadge(breaker.state),
-    breaker.state === 'closed' ? null : h('small', {}, until),
+    breaker.state === 'closed' ? null : h('small', { class: 'until' }, until),
+    breaker.actor ? h('small', { class: 'actor' }, `by ${breaker.actor}`) : null,
     breaker.reason ? h('span', { class: 'reason' }, `“${breaker.reason}”`) : null,
   );
 }

@@ -18,15 +18,24 @@ export function millis(value) {
   return value >= 1000 ? `${(value / 1000).toFixed(value % 1000 === 0 ? 0 : 1)} s` : `${value} ms`;
 }
 
+/** The time of day in UTC, as the CLI prints it: `14:45:01Z`. */
 export function clock(at) {
   if (!at) return '—';
-  return new Date(at).toLocaleTimeString(undefined, { hour12: false });
+  return `${new Date(at).toISOString().slice(11, 19)}Z`;
 }
 
+/** An instant in UTC, ISO 8601 to the second: `2026-12-03T14:45:01Z` (never 12/03 or 03/12). */
 export function dateTime(at) {
   if (!at) return '—';
-  const date = new Date(at);
-  return `${date.toLocaleDateString(undefined, { year: 'numeric', month: '2-digit', day: '2-digit' })} ${clock(at)}`;
+  return `${new Date(at).toISOString().slice(0, 19)}Z`;
+}
+
+/** How much longer, in whole units: "29 m", "2 h 5 m", "40 s". */
+export function remaining(at, now = Date.now()) {
+  const seconds = Math.max(0, Math.round((at - now) / 1000));
+  if (seconds < 60) return `${seconds} s`;
+  if (seconds < 3600) return `${Math.round(seconds / 60)} m`;
+  return `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} m`;
 }
 
 /** "in 4 m 10 s" / "5 s ago", for since and openUntil. */

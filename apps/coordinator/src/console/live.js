@@ -5,7 +5,7 @@ import { h, render } from './dom.js';
 import { describeError } from './api.js';
 import { followEvents } from './events.js';
 import { clock } from './format.js';
-import { onHealth } from './health.js';
+import { isDegraded, onHealth } from './health.js';
 import { notice } from './widgets.js';
 
 const REFRESH_MS = 2000;
@@ -14,6 +14,7 @@ const STREAM_STATES = {
   reconnecting: 'Event stream lost: reconnecting…',
   refused: 'The event stream refused the token',
 };
+const STREAM_DEGRADED = 'Event stream connected, but the coordinator is degraded: changes may be late or missing';
 
 /** A breaker event's data as a breaker reading. */
 export function breakerOfEvent(data) {
@@ -48,13 +49,24 @@ export function keepLive({ namespace, refresh, onBreaker, draw }) {
       running = false;
     }
   };
+  let streamState = null;
+  // While the coordinator or its store is degraded (the red banner), "Live" would not be true.
+  const showStream = () =>
+    streamState &&
+    render(stream, streamState === 'live' && isDegraded() ? STREAM_DEGRADED : STREAM_STATES[streamState]);
   const stopEvents = followEvents(namespace, {
     onEvent: (name, data) => name === 'breaker' && onBreaker(breakerOfEvent(data)),
-    onState: (state) => render(stream, STREAM_STATES[state]),
+    onState: (state) => {
+      streamState = state;
+      showStream();
+    },
   });
   void tick();
   const timer = setInterval(() => void tick(), REFRESH_MS);
-  const stopHealth = onHealth(draw);
+  const stopHealth = onHealth(() => {
+    showStream();
+    draw();
+  });
   return {
     stream,
     stop() {

@@ -18,11 +18,15 @@ type Level = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
  * request's logger (`request.log`, carrying `reqId`). No AsyncLocalStorage carries a request's
  * logger here: on Node 20 it hooks every promise of every request (10–15 % of a decision's CPU).
  */
+/** Nest's line-per-module and line-per-route boot details: debug, so a boot says a few things at info. */
+const BOOT_DETAIL = new Set(['InstanceLoader', 'RoutesResolver', 'RouterExplorer']);
+
 export class NestPinoLogger implements LoggerService {
   constructor(private readonly root: Logger) {}
 
   log(message: unknown, ...rest: unknown[]): void {
-    this.write('info', message, rest);
+    const context = rest[rest.length - 1];
+    this.write(typeof context === 'string' && BOOT_DETAIL.has(context) ? 'debug' : 'info', message, rest);
   }
   error(message: unknown, ...rest: unknown[]): void {
     this.write('error', message, rest);

@@ -153,12 +153,21 @@ function policyAt(
 }
 
 function checked<T>(result: Validation<T>, source: string): T {
-  if (!result.ok) throw new ConfigError(VARIABLE, `${source}: ${problemText(result.problems[0])}`);
+  if (!result.ok) {
+    // Every field's first problem, so one boot says all that is wrong with a document.
+    const seen = new Set<string>();
+    const first = result.problems.filter((problem) => !seen.has(problem.field) && seen.add(problem.field));
+    throw new ConfigError(
+      first.map((problem) => ({ variable: VARIABLE, message: `${source}: ${problemText(problem)}` })),
+    );
+  }
   return result.policy;
 }
 
+/** `a.b.ratio: must be a number` (the message's own leading field name dropped). */
 function problemText(problem: FieldProblem): string {
-  return `${problem.field}: ${problem.message}`;
+  const name = problem.field.slice(problem.field.lastIndexOf('.') + 1);
+  return `${problem.field}: ${problem.message.startsWith(`${name} `) ? problem.message.slice(name.length + 1) : problem.message}`;
 }
 
 function asRecord(value: unknown, path: string, source: string): Record<string, unknown> {

@@ -11,6 +11,7 @@ import { SLUICE_CONFIG } from '../config/config.module';
 import type { SluiceConfig } from '../config/config';
 import { MetricsService } from '../metrics/metrics.service';
 import { instrumentStore } from './instrumented-store';
+import { RedisConnectionLog } from './redis-connection-log';
 import { capNamespaces } from './namespace-cap';
 
 export const STORE = Symbol('STORE');
@@ -25,7 +26,12 @@ export function createStore(config: SluiceConfig, logger = new Logger('Store')):
       commandTimeoutMs: config.storeTimeoutMs,
     };
     const client = createRedisClient(connection);
-    client.on('error', (error: Error) => logger.warn(`redis: ${error.message}`));
+    const connectionLog = new RedisConnectionLog(
+      logger,
+      config.redisClusterNodes ? `Cluster ${config.redisClusterNodes.join(', ')}` : redactUrl(config.redisUrl ?? ''),
+    );
+    client.on('error', (error: Error) => connectionLog.failed(error));
+    client.on('ready', () => connectionLog.ready());
     const subscriber = createRedisSubscriber(connection);
     logger.log(
       config.redisClusterNodes

@@ -7,6 +7,8 @@ import { keepLive, refreshFailed } from '../live.js';
 import { readBreakers, readView, inBatches } from '../fleet-data.js';
 import { budgetUse, clock, isExhausted, millis, percent, STATE_LABELS } from '../format.js';
 import { isDegraded } from '../health.js';
+import { readAudit } from '../audit-data.js';
+import { URGENCY, incidentSummary, urgency } from '../incident.js';
 import { listNamespaces } from '../namespaces.js';
 import { notice, sortableTable } from '../widgets.js';
 import { breakerCell, budgetCell, limitsCell, modeCell } from '../dependency-cells.js';
@@ -66,7 +68,13 @@ const COLUMNS = [
     value: (row) => row.dependency,
     cell: (row) => h('a', { href: row.href }, row.dependency),
   },
-  { key: 'state', label: 'Breaker', value: (row) => row.breaker.state, cell: (row) => breakerCell(row.breaker) },
+  // Sorted by how much it needs an operator, then by name: the incident leads the table.
+  {
+    key: 'state',
+    label: 'Breaker',
+    value: (row) => `${urgency(row)}:${row.dependency}`,
+    cell: (row) => breakerCell(row.breaker),
+  },
   {
     key: 'budget',
     label: 'Retries / limit',
@@ -127,12 +135,26 @@ function showNamespace(content, namespace, navigate) {
     caption: `Dependencies of ${namespace}`,
     columns: COLUMNS,
     rowKey: (row) => row.dependency,
+    sort: { key: 'state', ascending: true },
   });
+  const summary = h('p', { class: 'incident-summary', role: 'status' });
+  const forcedBy = new Map();
   const status = h('p', { class: 'status', 'aria-live': 'polite' });
   const problem = h('div');
   const streamLine = h('p');
 
   const draw = () => {
+    for (const row of rows.values()) {
+      row.breaker = {
+        ...row.breaker,
+        actor: row.breaker.state.startsWith('forced') ? forcedBy.get(row.dependency) : null,
+      };
+    }
+    render(summary, incidentSummary([...rows.values()]));
+    summary.classList.toggle(
+      'calm',
+      [...rows.values()].every((row) => urgency(row) === URGENCY.calm),
+    );
     const text = filters.text.toLowerCase();
     table.update(
       [...rows.values()].filter(
@@ -170,6 +192,8 @@ function showNamespace(content, namespace, navigate) {
         });
       });
       for (const name of rows.keys()) if (!seen.has(name)) rows.delete(name);
+      const forced = breakers.filter((item) => item.state.startsWith('forced'));
+      if (forced.length > 0) await readForcedBy(namespace, forcedBy).catch(() => undefined);
       render(status, `${rows.size} dependencies · refreshed ${clock(Date.now())}`);
       render(problem);
     } catch (error) {
@@ -197,6 +221,7 @@ function showNamespace(content, namespace, navigate) {
   render(
     content,
     h('h1', { id: 'fleet-title' }, `Fleet · ${namespace}`),
+    summary,
     streamLine,
     h(
       'div',
@@ -248,6 +273,17 @@ function showNamespace(content, namespace, navigate) {
     stopped = true;
     live.stop();
   };
+}
+
+/** Who forced each forced breaker: the newest trip or force-close in the namespace's audit log. */
+async function readForcedBy(namespace, forcedBy) {
+  const entries = await readAudit({ namespace, limit: 200 });
+  forcedBy.clear();
+  for (const entry of entries) {
+    if ((entry.action === 'breaker.trip' || entry.action === 'breaker.force_close') && !forcedBy.has(entry.target)) {
+      forcedBy.set(entry.target, entry.actor);
+    }
+  }
 }
 
 const hrefOf = (namespace, dependency) => `#/deps/${encodeURIComponent(namespace)}/${encodeURIComponent(dependency)}`;
