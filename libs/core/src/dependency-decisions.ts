@@ -6,7 +6,7 @@ import type {
   RateLimitPolicy,
   RetryBudgetPolicy,
 } from '@sluice/protocol';
-import { BreakerMachine, blocksCalls } from './breaker';
+import { BreakerMachine, CLOSED_BREAKER, blocksCalls } from './breaker';
 import {
   breakerSnapshot,
   LONGEST_LEASE_MS,
@@ -95,6 +95,27 @@ export function decideRetry(
     budget: budgetView(policy, { ...counts, retries: counted }),
     breaker,
     retryAfterMs,
+  };
+}
+
+/**
+ * The budget as an ask decided before the store reads it (twin of retryBudgetRead in
+ * retry_ask.lua): the budget window alone, with the breaker settled. Nothing else is read, so no
+ * other window is pruned to a window of its own.
+ */
+export function readRetryBudget(
+  state: DependencyState | undefined,
+  policy: RetryBudgetPolicy,
+  now: number,
+): { budget: BudgetView; breaker: BreakerSnapshot } {
+  const breaker = breakerSnapshot(state ? settleBreaker(state, now) : new BreakerMachine({ ...CLOSED_BREAKER }));
+  const { requests, retries } = state?.budget.sum(epochSecond(now), policy.windowSeconds) ?? {
+    requests: 0,
+    retries: 0,
+  };
+  return {
+    budget: { retries, requests, limit: retryBudgetLimit(policy, requests), windowSeconds: policy.windowSeconds },
+    breaker,
   };
 }
 
