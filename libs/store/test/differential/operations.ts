@@ -211,8 +211,16 @@ function randomTerms(c: Chooser): Terms {
   };
 }
 
-/** A reporter's batch: counts, latencies, probe outcomes for the probe tokens handed out so far. */
+/**
+ * A reporter's batch: counts, latencies, and mostly the outcome of the dependency's latest probe
+ * token (the one a half-open breaker most likely granted), so a probe's lease is given back while
+ * the breaker is still half-open and the next admission can take it.
+ */
 function randomBatch(c: Chooser, probeTokens: string[]): OutcomeBatch {
+  const probe =
+    probeTokens.length > 0 && c.chance(0.5)
+      ? [c.chance(0.7) ? probeTokens[probeTokens.length - 1] : c.pick(probeTokens)]
+      : [];
   const failures = c.int(0, 6);
   const slow = c.chance(0.3) ? c.int(0, 3) : 0;
   const successes = c.int(0, 8);
@@ -222,9 +230,10 @@ function randomBatch(c: Chooser, probeTokens: string[]): OutcomeBatch {
     successes,
     failures,
     slow,
-    probes: probeTokens.length > 0 && c.chance(0.4) ? [{ token: c.pick(probeTokens), success: c.chance(0.6) }] : [],
+    probes: probe.map((token) => ({ token, success: c.chance(0.7) })),
   };
   if (c.chance(0.3)) batch.retries = c.int(0, 3);
+  // Any further optional field of a report goes here, one line each, e.g. the retries that succeeded.
   if (c.chance(0.5)) {
     batch.latency = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0);
     for (let i = 0; i < 3; i++) batch.latency[c.int(0, LATENCY_BOUNDS_MS.length)] += c.int(1, 5);
@@ -237,7 +246,8 @@ function randomBatch(c: Chooser, probeTokens: string[]): OutcomeBatch {
 
 /** Names a run hands out as it goes (probe tokens, lease ids, fencing tokens), so later steps can use them. */
 interface Issued {
-  probeTokens: string[];
+  /** Dependency → the probe tokens its admissions were given, in order. */
+  probeTokens: Map<string, string[]>;
   leaseIds: string[];
   /**
    * Retry request ids by the budget window of their first ask: a repeat keeps it. (A kept grant
@@ -251,7 +261,8 @@ interface Issued {
   count: number;
 }
 
-type Generator = (c: Chooser, terms: Terms, issued: Issued) => Op;
+/** One operation, or a short scenario of several (each followed by its reads). */
+type Generator = (c: Chooser, terms: Terms, issued: Issued) => Op | Op[];
 
 const fresh = (issued: Issued, kind: string) => `${kind}-${++issued.count}`;
 /** An id used before (a repeat) or a new one, or none. */
@@ -262,6 +273,12 @@ function requestId(c: Chooser, issued: Issued, used: string[], kind: string): st
   used.push(id);
   return id;
 }
+const probeTokensOf = (issued: Issued, ref: DependencyRef): string[] => {
+  const key = `${ref.namespace}/${ref.dependency}`;
+  const tokens = issued.probeTokens.get(key) ?? [];
+  issued.probeTokens.set(key, tokens);
+  return tokens;
+};
 const retryIdsOf = (issued: Issued, budget: RetryBudgetPolicy): string[] => {
   const ids = issued.retryIds.get(budget.windowSeconds) ?? [];
   issued.retryIds.set(budget.windowSeconds, ids);
@@ -319,25 +336,29 @@ const GENERATORS: Array<[weight: number, generate: Generator]> = [
   ],
   [
     8,
-    (c, terms, issued) => ({
-      op: 'recordOutcomes',
-      ref: c.pick(DEPENDENCIES),
-      batch: randomBatch(c, issued.probeTokens),
-      budgetWindowSeconds: someBudget(c, terms).windowSeconds,
-      breaker: someBreaker(c, terms),
-    }),
+    (c, terms, issued) => {
+      const ref = c.pick(DEPENDENCIES);
+      return {
+        op: 'recordOutcomes',
+        ref,
+        batch: randomBatch(c, probeTokensOf(issued, ref)),
+        budgetWindowSeconds: someBudget(c, terms).windowSeconds,
+        breaker: someBreaker(c, terms),
+      };
+    },
   ],
   [
     6,
     (c, terms, issued) => {
       const probeToken = fresh(issued, 'probe');
       const leaseId = fresh(issued, 'lease');
-      issued.probeTokens.push(probeToken);
+      const ref = c.pick(DEPENDENCIES);
+      probeTokensOf(issued, ref).push(probeToken);
       issued.leaseIds.push(leaseId);
       const id = requestId(c, issued, issued.admitIds, 'admit');
       return {
         op: 'admit',
-        ref: c.pick(DEPENDENCIES),
+        ref,
         breaker: someBreaker(c, terms),
         probeToken,
         rateLimit: c.chance(0.5) ? terms.rateLimit : null,
@@ -508,11 +529,46 @@ const GENERATORS: Array<[weight: number, generate: Generator]> = [
   [2, (c) => ({ op: 'redriveDeadLetter', ref: c.pick(QUEUES), messageId: c.pick(MESSAGES) })],
   [1, (c) => ({ op: 'purgeDeadLetter', ref: c.pick(QUEUES), messageId: c.pick(MESSAGES) })],
   [1, () => ({ op: 'readStoreEpochs' })],
+  [2, probeCycle],
 ];
 
 /** The retention a namespace's dependencies are registered and listed with. */
 const registryRetention = (namespace: string, terms: Terms) =>
   namespace === REGISTRY_ONLY.namespace ? terms.registration.retentionMs : HELD_REGISTRATION_MS;
+
+/**
+ * A half-open round: failures from two reporters open the breaker, its open time passes, an
+ * admission takes the probe lease, the probe's success gives the lease back (the breaker still
+ * half-open while closeAfterSuccesses is 2), and the next admission may take it again.
+ */
+function probeCycle(c: Chooser, terms: Terms, issued: Issued): Op[] {
+  const ref = c.pick(DEPENDENCIES);
+  const breaker: BreakerPolicy = { ...terms.breaker, halfOpenProbes: 1, closeAfterSuccesses: 2 };
+  const failing = REPORTERS.slice(0, 2).map((reporter) => ({ reporter, failing: true }));
+  const admit = (): Op => {
+    const probeToken = fresh(issued, 'probe');
+    probeTokensOf(issued, ref).push(probeToken);
+    const leaseId = fresh(issued, 'lease');
+    return { op: 'admit', ref, breaker, probeToken, rateLimit: null, cost: 1, concurrency: null, leaseId };
+  };
+  const report = (batch: Partial<OutcomeBatch>): Op => ({
+    op: 'recordOutcomes',
+    ref,
+    batch: { reporter: 'pod-1', requests: 0, successes: 0, failures: 0, slow: 0, probes: [], ...batch },
+    budgetWindowSeconds: terms.budget.windowSeconds,
+    breaker,
+  });
+  const opened = report({ requests: 10, failures: 10, reporters: failing });
+  const first = admit();
+  const token = first.op === 'admit' ? first.probeToken : '';
+  return [
+    opened,
+    { op: 'pass', ms: 2 * breaker.openMs + c.int(10, 50) },
+    first,
+    report({ probes: [{ token, success: true }] }),
+    admit(),
+  ];
+}
 
 /** The latest fencing token handed out for the key, mostly; sometimes an older one or one never handed out. */
 function someToken(c: Chooser, issued: Issued, ref: IdempotencyRef): string {
@@ -580,7 +636,7 @@ export function generateRun(random: RandomSource, steps: number): Op[] {
   const c = new Chooser(random);
   const terms = randomTerms(c);
   const issued: Issued = {
-    probeTokens: [],
+    probeTokens: new Map(),
     leaseIds: [],
     retryIds: new Map(),
     admitIds: [],
@@ -593,8 +649,7 @@ export function generateRun(random: RandomSource, steps: number): Op[] {
   for (let i = 0; i < steps; i++) {
     let roll = c.random() * total;
     const [, generate] = GENERATORS.find(([weight]) => (roll -= weight) < 0) ?? GENERATORS[0];
-    const op = generate(c, terms, issued);
-    ops.push(op, ...readBack(op, c, terms));
+    for (const op of [generate(c, terms, issued)].flat()) ops.push(op, ...readBack(op, c, terms));
   }
   return ops;
 }
