@@ -1,6 +1,7 @@
 import { LATENCY_BOUNDS_MS, type RandomSource } from '@sluice/core';
 import type { BreakerPolicy, ConcurrencyPolicy, RateLimitPolicy, RetryBudgetPolicy } from '@sluice/protocol';
 import type {
+  AdmitRequest,
   BreakerAction,
   DeadLetterRetention,
   DependencyRef,
@@ -44,17 +45,7 @@ export type Op =
       budgetWindowSeconds: number;
       breaker: BreakerPolicy;
     }
-  | {
-      op: 'admit';
-      ref: DependencyRef;
-      breaker: BreakerPolicy;
-      probeToken: string;
-      rateLimit: RateLimitPolicy | null;
-      cost: number;
-      concurrency: ConcurrencyPolicy | null;
-      leaseId: string;
-      requestId?: string;
-    }
+  | ({ op: 'admit'; ref: DependencyRef } & AdmitRequest)
   | { op: 'releaseLease'; ref: DependencyRef; leaseId: string }
   | { op: 'renewLease'; ref: DependencyRef; leaseId: string; leaseMs: number }
   | { op: 'takeRateLimit'; ref: RateLimitRef; policy: RateLimitPolicy; cost: number; requestId?: string }
