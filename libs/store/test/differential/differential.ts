@@ -58,3 +58,15 @@ export async function runDifferential(
   await Promise.all(Array.from({ length: options.parallel }, worker));
   return { failures, ...gate.counts };
 }
+
+/** Runs the seeds; a long run (SLUICE_DIFF_SEEDS) says how many calls it compared. */
+export async function expectAlike(label: string, options: DifferentialOptions, open: () => Promise<StoreUnderTest>) {
+  const { failures, calls, spanned, atExpiry } = await runDifferential(options, open);
+  if (process.env.SLUICE_DIFF_SEEDS) {
+    process.stdout.write(
+      `differential (${label}): ${options.seeds.length} seeds, ${calls} calls compared; ${spanned} read a time ` +
+        `spanning a millisecond, ${atExpiry} met a key at its expiry instant\n`,
+    );
+  }
+  expect(failures).toEqual([]);
+}
