@@ -109,14 +109,12 @@ export function readRetryBudget(
   now: number,
 ): { budget: BudgetView; breaker: BreakerSnapshot } {
   const breaker = breakerSnapshot(state ? settleBreaker(state, now) : new BreakerMachine({ ...CLOSED_BREAKER }));
-  const { requests, retries } = state?.budget.sum(epochSecond(now), policy.windowSeconds) ?? {
+  const counts = state?.budget.sum(epochSecond(now), policy.windowSeconds) ?? {
     requests: 0,
     retries: 0,
+    retriesSucceeded: 0,
   };
-  return {
-    budget: { retries, requests, limit: retryBudgetLimit(policy, requests), windowSeconds: policy.windowSeconds },
-    breaker,
-  };
+  return { budget: budgetView(policy, counts), breaker };
 }
 
 export interface AdmissionInput {
