@@ -173,6 +173,7 @@ interface Terms {
 function randomTerms(c: Chooser): Terms {
   return {
     budget: {
+      ...(c.chance(0.3) ? { mode: 'fixed' as const } : c.chance(0.5) ? { maxRatio: c.pick([0.5, 0.8]) } : {}),
       ratio: c.pick([0.1, 0.2, 0.5]),
       minRetriesPerSecond: c.int(1, 3),
       windowSeconds: c.int(1, LONGEST.windowSeconds),
@@ -224,7 +225,7 @@ function randomBatch(c: Chooser, probeTokens: string[]): OutcomeBatch {
     probes: probe.map((token) => ({ token, success: c.chance(0.7) })),
   };
   if (c.chance(0.3)) batch.retries = c.int(0, 3);
-  // Any further optional field of a report goes here, one line each, e.g. the retries that succeeded.
+  if (c.chance(0.4)) batch.retriesSucceeded = c.int(0, 3);
   if (c.chance(0.5)) {
     batch.latency = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0);
     for (let i = 0; i < 3; i++) batch.latency[c.int(0, LATENCY_BOUNDS_MS.length)] += c.int(1, 5);
