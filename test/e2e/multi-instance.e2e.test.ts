@@ -68,6 +68,14 @@ describe('the budget holds across instances', () => {
     expect(granted.some((answer) => answer.instance === 'b')).toBe(true);
 
     const view = (await (await fetch(`${b.url}/v1/shop/deps/payments-api`)).json()) as { budget: unknown };
-    expect(view.budget).toEqual({ retries: expected, requests: 1000, limit: expected, windowSeconds: 10 });
+    expect(view.budget).toEqual({
+      mode: 'adaptive',
+      retries: expected,
+      retriesSucceeded: 0,
+      requests: 1000,
+      limit: expected,
+      cap: Math.floor(0.5 * 1000 + 10 * 10),
+      windowSeconds: 10,
+    });
   });
 });
