@@ -63,6 +63,7 @@ async function decideBothWays(
   const one: Decision[] = [];
   const many: Decision[] = [];
   const slackMs: number[] = [];
+  let straddledOnce = false;
   for (const [index, chunk] of chunks.entries()) {
     await between?.(index);
     await startEarlyInASecond(subject);
@@ -70,10 +71,12 @@ async function decideBothWays(
     const { decisions } = await store.decideRetries(batched, { budget: BUDGET, asks: chunk });
     many.push(...decisions);
     for (const ask of chunk) one.push(await decideOne(store, single, ask));
-    // On a real clock, a chunk whose two sides straddle a second may count grants in adjacent buckets.
+    // On a real clock, a chunk whose two sides straddle a second may count grants in adjacent
+    // buckets; a budget's retryAfterMs follows its oldest grants, so every later denial may differ
+    // by that second too, not only that chunk's.
     const ended = Date.now();
-    const straddled = Math.floor(started / 1000) !== Math.floor(ended / 1000);
-    slackMs.push(...chunk.map(() => (subject.redis ? ended - started + 1 + (straddled ? 1000 : 0) : 0)));
+    straddledOnce ||= Math.floor(started / 1000) !== Math.floor(ended / 1000);
+    slackMs.push(...chunk.map(() => (subject.redis ? ended - started + 1 + (straddledOnce ? 1000 : 0) : 0)));
   }
   return { one, many, slackMs };
 }
