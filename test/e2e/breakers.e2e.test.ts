@@ -363,26 +363,33 @@ describe.each([
     await retry('roomy').expect(200);
 
     const budgets = await request(server).get('/admin/v1/shop/budgets').set(admin).expect(200);
+    // An adaptive budget (the default): no retry reported as succeeded, a cap at maxRatio 0.5.
     expect(budgets.body.items).toContainEqual({
       dependency: 'stingy',
       retries: 2,
+      retriesSucceeded: 0,
       requests: 20,
       limit: 2,
+      cap: Math.floor(0.5 * 20),
       exhausted: true,
     });
     expect(budgets.body.items).toContainEqual({
       dependency: 'roomy',
       retries: 1,
+      retriesSucceeded: 0,
       requests: 50,
       limit: Math.floor(0.1 * 50 + 10 * 10),
+      cap: Math.floor(0.5 * 50 + 10 * 10),
       exhausted: false,
     });
     for (const item of budgets.body.items) {
       expect(item).toEqual({
         dependency: expect.any(String),
         retries: expect.any(Number),
+        retriesSucceeded: expect.any(Number),
         requests: expect.any(Number),
         limit: expect.any(Number),
+        cap: expect.any(Number),
         exhausted: expect.any(Boolean),
       });
     }

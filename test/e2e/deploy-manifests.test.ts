@@ -578,7 +578,7 @@ describe('deployment files match the code', () => {
         expect(mountOf(env.SLUICE_TOKENS_FILE).secret.secretName).toBe(secret.metadata.name);
         const tokens = secret.stringData[basename(env.SLUICE_TOKENS_FILE)] as string;
         // Placeholders, on purpose too short: a pod started with them stops at boot.
-        expect(() => parseTokens(tokens, 'SLUICE_TOKENS_FILE')).toThrow(/secret must be longer than or equal to 16/);
+        expect(() => parseTokens(tokens, 'SLUICE_TOKENS_FILE')).toThrow(/secret must be at least 16 characters/);
         expect((JSON.parse(tokens) as Doc[]).map((t) => t.role).sort()).toEqual(['admin', 'client']);
 
         const configMap = one('ConfigMap');

@@ -162,7 +162,23 @@ export class BreakerMachine {
 
   /** Enters `to`; a change of state (not a re-entry, e.g. a second trip) is a transition. */
   private move(to: BreakerState, since: number, fields: Omit<BreakerRecord, 'state' | 'since'>): void {
-    if (this.current.state !== to) this.transitions.push({ from: this.current.state, to });
+    const from = this.current.state;
     this.current = { state: to, since, ...fields };
+    if (from === to) return;
+    const transition = { from, to };
+    ENTERED.set(transition, { ...this.current });
+    this.transitions.push(transition);
   }
+}
+
+/** The record each transition entered (its own since, openUntil and reason), kept off the transition's shape. */
+const ENTERED = new WeakMap<BreakerTransition, BreakerRecord>();
+
+/**
+ * The record a transition of a BreakerMachine entered: a lapse followed by a trip in one operation
+ * is two transitions, the first entered at the lapse (what the Lua twin publishes for each).
+ * Undefined for a transition made elsewhere.
+ */
+export function recordEntered(transition: BreakerTransition): BreakerRecord | undefined {
+  return ENTERED.get(transition);
 }

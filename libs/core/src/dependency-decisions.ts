@@ -6,7 +6,7 @@ import type {
   RateLimitPolicy,
   RetryBudgetPolicy,
 } from '@sluice/protocol';
-import { BreakerMachine, blocksCalls } from './breaker';
+import { BreakerMachine, CLOSED_BREAKER, blocksCalls } from './breaker';
 import {
   breakerSnapshot,
   LONGEST_LEASE_MS,
@@ -96,6 +96,25 @@ export function decideRetry(
     breaker,
     retryAfterMs,
   };
+}
+
+/**
+ * The budget as an ask decided before the store reads it (twin of retryBudgetRead in
+ * retry_ask.lua): the budget window alone, with the breaker settled. Nothing else is read, so no
+ * other window is pruned to a window of its own.
+ */
+export function readRetryBudget(
+  state: DependencyState | undefined,
+  policy: RetryBudgetPolicy,
+  now: number,
+): { budget: BudgetView; breaker: BreakerSnapshot } {
+  const breaker = breakerSnapshot(state ? settleBreaker(state, now) : new BreakerMachine({ ...CLOSED_BREAKER }));
+  const counts = state?.budget.sum(epochSecond(now), policy.windowSeconds) ?? {
+    requests: 0,
+    retries: 0,
+    retriesSucceeded: 0,
+  };
+  return { budget: budgetView(policy, counts), breaker };
 }
 
 export interface AdmissionInput {

@@ -1,4 +1,4 @@
-import { seededRandom, type RandomSource } from '@sluice/core';
+import { LATENCY_BOUNDS_MS, seededRandom, type RandomSource } from '@sluice/core';
 import { DEFAULT_DEPENDENCY_POLICY, type RetryBudgetPolicy } from '@sluice/protocol';
 import type { DependencyRef, OutcomePolicy, RetryAskInput, RetryAskOutcome, RetryBudgetOutcome, Store } from '../src';
 import { batch, type StoreUnderTest } from './store-conformance';
@@ -209,6 +209,22 @@ export function describeRetryBatchConformance(label: string, create: () => Promi
       const { retryAfterMs } = decisions[10];
       expect(retryAfterMs).toBeGreaterThan(BUDGET.windowSeconds * 1000 - 1100);
       expect(retryAfterMs).toBeLessThanOrEqual(BUDGET.windowSeconds * 1000);
+    });
+
+    it('reads only the budget for an ask decided before the store: the outcome and latency windows stay whole', async () => {
+      const [ref] = twoRefs();
+      const latency = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0);
+      latency[3] = 4;
+      await subject.store.recordOutcomes(ref, batch({ requests: 4, successes: 3, failures: 1, latency }), WINDOWS);
+      // Past the first second of the window, so a read over one second would drop what was reported.
+      await subject.pass(1100);
+      await subject.store.decideRetries(ref, { budget: BUDGET, asks: [{ delayMs: 0, read: true }] });
+      const { outcomes, latency: read } = await subject.store.readDependency(ref, {
+        budget: BUDGET,
+        outcomeWindowSeconds: 10,
+      });
+      expect(outcomes).toEqual({ successes: 3, failures: 1, slow: 0 });
+      expect(read[3]).toBe(4);
     });
 
     it('decides one batch as one step: the breaker it answers with carries a transition once', async () => {

@@ -1,5 +1,6 @@
 import {
   createDependencyState,
+  recordEntered,
   type BreakerRecord,
   type BreakerSnapshot,
   type Clock,
@@ -87,7 +88,9 @@ export class MemoryContext {
 
   /** Publishes the breaker's transitions on the dependency's channel; returns the snapshot. */
   publishTransitions(ref: DependencyRef, snapshot: BreakerSnapshot): BreakerSnapshot {
-    for (const { from, to } of snapshot.transitions) this.publishBreaker(ref, snapshot.record, from, to);
+    for (const transition of snapshot.transitions) {
+      this.publishBreaker(ref, recordEntered(transition) ?? snapshot.record, transition.from, transition.to);
+    }
     return snapshot;
   }
 

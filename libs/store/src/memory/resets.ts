@@ -32,7 +32,8 @@ export function memoryResets(context: MemoryContext): ResetStore {
       state.breaker = { ...forced, opens: 0, probeSuccesses: 0 };
       clearBreakerWindow(state);
       const snapshot = commitBreaker(state, new BreakerMachine(state.breaker));
-      const transitions = from === forced.state ? [] : [{ from, to: forced.state }];
+      // The transitions time made before it (settle), then the one it makes, as reassert_breaker-4.lua answers.
+      const transitions = [...machine.transitions, ...(from === forced.state ? [] : [{ from, to: forced.state }])];
       context.publishTransitions(ref, { record: snapshot.record, transitions });
       return { applied: true, snapshot: { record: snapshot.record, transitions } };
     },

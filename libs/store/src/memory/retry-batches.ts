@@ -1,4 +1,4 @@
-import { readDependencyState } from '@sluice/core';
+import { readRetryBudget } from '@sluice/core';
 import type { DecisionStore, RetryBudgetOutcome } from '../roles/decisions';
 import type { MemoryContext } from './context';
 import { memoryDecisions } from './decisions';
@@ -13,11 +13,7 @@ export function memoryRetryBatches(context: MemoryContext): Pick<DecisionStore, 
       // No await between the asks: decideRetry's work is synchronous, so nothing interleaves.
       const pending = asks.map((ask): Promise<RetryBudgetOutcome> | RetryBudgetOutcome => {
         if (!ask.read) return decideRetry(ref, { ...policy, ...ask });
-        const read = readDependencyState(
-          context.existing(ref),
-          { budget: policy.budget, outcomeWindowSeconds: 1 },
-          context.now(),
-        );
+        const read = readRetryBudget(context.existing(ref), policy.budget, context.now());
         context.publishTransitions(ref, read.breaker);
         return {
           verdict: 'granted',
