@@ -348,7 +348,7 @@ describe('Dependency.execute', () => {
       openUntil: clock.now() + 60_000,
       retryAfterMs: 60_000,
     });
-    expect(error.message).toBe('pay: the circuit breaker is forced_open (bad deploy), for 60000 ms more');
+    expect(error.message).toBe('pay: the circuit breaker is forced_open (bad deploy), for 1 m 0 s more');
     // An automatic open has no operator's reason; a forced state held until reset has no end.
     fleet.applyState('open', clock.now() + 5000, null);
     expect(await rejection(dep.execute(script([], 1).fn))).toMatchObject({

@@ -108,7 +108,7 @@ export interface SluiceOptions {
    */
   baseUrls: string | string[];
   /** A bearer token with the `client` role on `namespace`. */
-  token?: string;
+  token?: string | undefined;
   namespace: string;
   /** This process's name in reports (default: host name and pid). */
   reporter?: string;

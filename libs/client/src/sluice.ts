@@ -121,6 +121,7 @@ export class Sluice extends PolicyEvents {
     }
     const baseUrls = Array.isArray(options.baseUrls) ? options.baseUrls : [options.baseUrls];
     if (baseUrls.length === 0) throw new TypeError('baseUrls needs at least one coordinator URL');
+    baseUrls.forEach(checkBaseUrl);
     // The system clock, read coarsely: most readings are shared by calls within one millisecond.
     const clock: Clock = options.clock ?? new CoarseClock();
     const random: RandomSource = options.random ?? Math.random;
@@ -368,4 +369,14 @@ export class Sluice extends PolicyEvents {
 /** `host-pid`, in the characters a reporter name may use. */
 function defaultReporter(): string {
   return `${hostname()}-${process.pid}`.replace(/[^A-Za-z0-9._:-]/g, '-').slice(0, 128);
+}
+
+/** A coordinator's base URL: http:// or https://, parseable; the error names the option and the value. */
+function checkBaseUrl(url: string, index: number): void {
+  const problem = !/^https?:\/\//i.test(url)
+    ? 'must start with http:// or https://'
+    : URL.canParse(url)
+      ? null
+      : 'is not a URL';
+  if (problem) throw new TypeError(`baseUrls[${index}] ${problem}, e.g. http://127.0.0.1:8080; got "${url}"`);
 }

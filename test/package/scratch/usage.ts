@@ -12,7 +12,13 @@ import {
 import { IdempotencyModule, SluiceModule, Sluice as NestSluice } from '@sluice/client/nest';
 
 const options: DependencyOptions = { maxAttempts: 2, deadlineMs: 1000, idempotent: true };
-const sluice = new Sluice({ baseUrls: ['http://127.0.0.1:8080'], namespace: 'shop', logger: false });
+// As the README writes it: an unset variable is an undefined token (exactOptionalPropertyTypes too).
+const sluice = new Sluice({
+  baseUrls: ['http://127.0.0.1:8080'],
+  namespace: 'shop',
+  token: process.env.SLUICE_TOKEN,
+  logger: false,
+});
 const payments = sluice.dependency('payments', options);
 payments.onRetry((event: RetryEvent) => void event.attempt);
 

@@ -65,11 +65,20 @@ function unknownFacts(state: BreakerState): BreakerFacts {
   return { state, operatorReason: null, openUntil: null, retryAfterMs: null };
 }
 
-/** "payments-api: the circuit breaker is forced_open (bad deploy), for 30000 ms more" */
+/** "payments-api: the circuit breaker is forced_open (bad deploy), for 9 m 58 s more" */
 function breakerMessage(dependency: string, facts: BreakerFacts): string {
   const why = facts.operatorReason ? ` (${facts.operatorReason})` : '';
-  const until = facts.retryAfterMs === null ? '' : `, for ${facts.retryAfterMs} ms more`;
+  const until = facts.retryAfterMs === null ? '' : `, for ${duration(facts.retryAfterMs)} more`;
   return `${dependency}: the circuit breaker is ${facts.state}${why}${until}`;
+}
+
+/** A wait as a person reads it: "850 ms", "12 s", "9 m 58 s", "2 h 5 m". */
+function duration(ms: number): string {
+  if (ms < 1000) return `${ms} ms`;
+  const seconds = Math.round(ms / 1000);
+  if (seconds < 60) return `${seconds} s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} m ${seconds % 60} s`;
+  return `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} m`;
 }
 
 /**

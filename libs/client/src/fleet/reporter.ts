@@ -1,5 +1,6 @@
 import type { Clock } from '@sluice/core';
-import { MAX_REPORT_ENTRIES, type DependencyReport } from '@sluice/protocol';
+import { MAX_REPORT_ENTRIES, type DependencyReport, type ReportResponse } from '@sluice/protocol';
+import { isSluiceHttpError } from '../errors';
 import type { CoordinatorTransport } from '../transport/coordinator-transport';
 import type { CoordinatorLink } from './coordinator-link';
 import type { FleetDependency } from './fleet-dependency';
@@ -23,6 +24,11 @@ export class Reporter {
   private flushing: Promise<void> | undefined;
   /** The delivery after the one under way, for what became pending meanwhile. */
   private next: Promise<void> | undefined;
+  /**
+   * Set once a coordinator refused `retriesSucceeded` (400 naming it): one that predates adaptive
+   * budgets. Reports then leave the field out, so the rest of every report still counts.
+   */
+  private withoutSuccesses = false;
 
   constructor(
     private readonly dependencies: () => Iterable<FleetDependency>,
@@ -76,10 +82,7 @@ export class Reporter {
     for (let start = 0; start < taken.length; start += MAX_REPORT_ENTRIES) {
       const batch = taken.slice(start, start + MAX_REPORT_ENTRIES);
       try {
-        const answer = await this.transport.report(
-          { reporter: this.options.reporter, deps: batch.map((entry) => entry.report) },
-          this.options.timeoutMs,
-        );
+        const answer = await this.send(batch.map((entry) => entry.report));
         this.link.succeeded('report');
         for (const { dependency } of batch) {
           dependency.heldDenial.reported(now);
@@ -95,4 +98,30 @@ export class Reporter {
       }
     }
   }
+
+  /** One POST /reports; sent again without `retriesSucceeded` when the coordinator does not know the field. */
+  private async send(reports: DependencyReport[]): Promise<ReportResponse> {
+    const deps = this.withoutSuccesses ? reports.map(withoutRetriesSucceeded) : reports;
+    try {
+      return await this.transport.report({ reporter: this.options.reporter, deps }, this.options.timeoutMs);
+    } catch (error) {
+      if (this.withoutSuccesses || !refusesRetriesSucceeded(error)) throw error;
+      this.withoutSuccesses = true;
+      return this.send(reports);
+    }
+  }
+}
+
+function refusesRetriesSucceeded(error: unknown): boolean {
+  return (
+    isSluiceHttpError(error) &&
+    error.status === 400 &&
+    error.details.some((detail) => /^deps\.\d+\.retriesSucceeded$/.test(detail.field))
+  );
+}
+
+function withoutRetriesSucceeded(report: DependencyReport): DependencyReport {
+  if (report.retriesSucceeded === undefined) return report;
+  const { retriesSucceeded: _left, ...rest } = report;
+  return rest;
 }
