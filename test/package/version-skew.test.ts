@@ -102,6 +102,7 @@ describe('an SDK and a coordinator of different releases', () => {
   });
   afterAll(async () => {
     await Promise.all(coordinators.map((coordinator) => coordinator.stop()));
+    dependency?.server.closeAllConnections();
     await new Promise((resolve) => dependency?.server.close(resolve));
     if (work) rmSync(work, { recursive: true, force: true });
   });
@@ -136,6 +137,8 @@ describe('an SDK and a coordinator of different releases', () => {
     const refused = next();
     child.stdin?.write('go\n');
     expect(await refused).toEqual({ refused: { breakerOpen: true, reason: 'skew check' } });
+    child.stdin?.end();
+    if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));
   });
 
   it('this SDK against the previous coordinator: reports still count once it refuses retriesSucceeded', async () => {

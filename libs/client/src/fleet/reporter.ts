@@ -1,6 +1,6 @@
 import type { Clock } from '@sluice/core';
 import { MAX_REPORT_ENTRIES, type DependencyReport, type ReportResponse } from '@sluice/protocol';
-import { isSluiceHttpError } from '../errors';
+import { isCoordinatorUnavailableError } from '../errors';
 import type { CoordinatorTransport } from '../transport/coordinator-transport';
 import type { CoordinatorLink } from './coordinator-link';
 import type { FleetDependency } from './fleet-dependency';
@@ -112,11 +112,13 @@ export class Reporter {
   }
 }
 
+/** A 400 `validation_failed` naming `deps.N.retriesSucceeded` (the transport keeps the answer's start in its message). */
 function refusesRetriesSucceeded(error: unknown): boolean {
   return (
-    isSluiceHttpError(error) &&
+    isCoordinatorUnavailableError(error) &&
     error.status === 400 &&
-    error.details.some((detail) => /^deps\.\d+\.retriesSucceeded$/.test(detail.field))
+    error.code === 'validation_failed' &&
+    /\bdeps\.\d+\.retriesSucceeded\b/.test(error.message)
   );
 }
 
