@@ -27,14 +27,17 @@ export class RetryService {
   ) {}
 
   async decide(ref: DependencyRef, request: RetryRequest): Promise<RetryDecision> {
-    const policy = await this.policies.forDependency(ref.namespace, ref.dependency);
+    // The cached policy and a fresh registration are answered without a promise.
+    const policy =
+      this.policies.cachedForDependency(ref.namespace, ref.dependency) ??
+      (await this.policies.forDependency(ref.namespace, ref.dependency));
     const { delayMs, denial } = beforeTheStore(policy, request);
     let decided: DecidedAsk;
     if (denial) {
       const { budget, breaker } = await this.store.readDependency(ref, readPolicyOf(policy));
       decided = { reason: denial, budget, breaker, delayMs, retryAfterMs: null };
     } else {
-      await this.registry.admit(ref.namespace, ref.dependency);
+      if (!this.registry.admitted(ref.namespace, ref.dependency)) await this.registry.admit(ref.namespace, ref.dependency);
       const outcome = await this.store.decideRetry(ref, {
         budget: policy.retryBudget,
         delayMs,
