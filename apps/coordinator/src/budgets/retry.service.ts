@@ -46,7 +46,13 @@ export class RetryService {
         requestId: request.requestId,
       });
       // A repeat of a kept grant answers that grant's delay.
-      decided = { ...outcome, reason: outcome.verdict };
+      decided = {
+        reason: outcome.verdict,
+        budget: outcome.budget,
+        breaker: outcome.breaker,
+        delayMs: outcome.delayMs,
+        retryAfterMs: outcome.retryAfterMs,
+      };
     }
     this.breakerMetrics.observe(ref, decided.breaker);
     return this.answer(ref, policy, decided);
@@ -64,16 +70,17 @@ export class RetryService {
     // The cap beside the exhausted-budget alert (denials are few: callers hold them for retryAfterMs).
     if (reason === 'budget_exhausted' && labels === ref) this.metrics.retryBudgetCap.set(ref, budget.cap);
     const allow = reason === 'granted' || shadow;
-    return {
+    const decision: RetryDecision = {
       allow,
       reason,
       delayMs: decided.delayMs,
       budget,
       breaker: breakerSummaryOf(breaker.record),
       shadow,
-      // A denial that waiting ends; with no known end (forced open until reset, half-open), the open duration.
-      ...(!allow && WAITED_OUT.has(reason) ? { retryAfterMs: decided.retryAfterMs ?? policy.breaker.openMs } : {}),
     };
+    // A denial that waiting ends; with no known end (forced open until reset, half-open), the open duration.
+    if (!allow && WAITED_OUT.has(reason)) decision.retryAfterMs = decided.retryAfterMs ?? policy.breaker.openMs;
+    return decision;
   }
 }
 
