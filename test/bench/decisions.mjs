@@ -6,8 +6,12 @@
 // each row the median round, so a noisy minute on a shared machine moves every contender alike.
 // Then the single-decision endpoint and the bare server at a fixed rate, for their latency unsaturated:
 // evenly paced (paced-load.mjs) and, for comparison, at autocannon's rate (a per-second quota).
-// Run with `npm run bench:decisions [-- --rounds N --fixed-rate R]` (builds dist/ first). Output:
-// test/bench/results/ only.
+// Beside them, each server's heap over its rounds (heap-probe.mjs, preloaded into it): bytes
+// allocated per decision, scavenges per second; and the paced p99 over the baseline's.
+// `--node-lines` repeats a shorter run (one round of each) for the coordinator and the baseline on
+// every other supported Node.js line.
+// Run with `npm run bench:decisions [-- --rounds N --fixed-rate R --node-lines]` (builds dist/
+// first). Output: test/bench/results/ only.
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -26,6 +30,7 @@ import {
   waitReady,
 } from './support.mjs';
 import { pacedLoad } from './paced-load.mjs';
+import { currentLine, nodeLines } from '../support/node-lines.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 const require = createRequire(import.meta.url);
@@ -119,11 +124,21 @@ async function expectGrant(baseUrl, [first]) {
   }
 }
 
-/** Starts a server, waits for it and checks one answer; the caller measures it and stops it. */
+/** The Node.js binary the servers run on (`--node-lines` changes it per line). */
+let serverNode = process.execPath;
+
+/**
+ * Starts a server, with heap-probe.mjs preloaded, waits for it and checks one answer; the caller
+ * measures it and stops it.
+ */
 async function startHttp(name, { args, env, load = requests }) {
   const port = await freePort();
+  const probePort = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const child = startChild(process.execPath, args(port), { cwd: ROOT, env: { ...cleanEnv(), ...env(port) } });
+  const child = startChild(serverNode, ['--import', './test/bench/heap-probe.mjs', ...args(port)], {
+    cwd: ROOT,
+    env: { ...cleanEnv(), ...env(port), BENCH_PROBE_PORT: String(probePort) },
+  });
   try {
     await waitReady(`${baseUrl}/health/ready`, child);
     await expectGrant(baseUrl, load);
@@ -131,14 +146,54 @@ async function startHttp(name, { args, env, load = requests }) {
     await stopChild(child);
     throw error;
   }
-  return { name, baseUrl, child, load, rounds: [] };
+  return {
+    name,
+    baseUrl,
+    probeUrl: `http://127.0.0.1:${probePort}/`,
+    child,
+    load,
+    rounds: [],
+    heap: [],
+    pacedHeap: [],
+  };
+}
+
+/** The server's heap since the previous call (heap-probe.mjs). */
+async function heapSince(server) {
+  const response = await fetch(server.probeUrl);
+  return response.json();
+}
+
+/** One load on `server`, and its heap over that load, kept in `server.heap` with the decisions made. */
+async function withHeap(server, load, into = server.heap) {
+  await heapSince(server);
+  const result = await load();
+  const heap = await heapSince(server);
+  into.push({ ...heap, decisions: result.total * (DECISIONS_PER_REQUEST[server.name] ?? 1) });
+  return result;
+}
+
+/** Decisions per request, where not one; a report decides nothing (its heap is per report). */
+const DECISIONS_PER_REQUEST = { 'coordinator-batched': BATCH_SIZE };
+
+/** The heap over a server's measured rounds: bytes allocated per decision (or report), scavenges/s, GC ms/s. */
+function heapSummary(heap) {
+  const sum = (key) => heap.reduce((total, round) => total + round[key], 0);
+  const seconds = sum('seconds');
+  return {
+    bytesPerDecision: sum('allocatedBytes') / sum('decisions'),
+    scavengesPerSecond: sum('scavenges') / seconds,
+    markCompacts: sum('markCompacts'),
+    gcMsPerSecond: sum('gcMs') / seconds,
+    allocationCounter: heap[0]?.allocationCounter,
+  };
 }
 
 /**
  * Warms every server up, then measures them in turn, ROUNDS times over; each server idles while
  * another is measured. A contender's result is its median round by requests/s.
  */
-async function measureInTurn(servers) {
+async function measureInTurn(servers, rounds = ROUNDS) {
   for (const server of servers) {
     process.stdout.write(`${server.name}: warming up ${WARMUP_SECONDS} s\n`);
     await httpLoad(server.baseUrl, {
@@ -147,32 +202,39 @@ async function measureInTurn(servers) {
       durationSeconds: WARMUP_SECONDS,
     });
   }
-  for (let round = 1; round <= ROUNDS; round++) {
+  for (let round = 1; round <= rounds; round++) {
     for (const server of servers) {
-      process.stdout.write(`round ${round}/${ROUNDS}: ${server.name}, ${LOAD_SECONDS} s\n`);
+      process.stdout.write(`round ${round}/${rounds}: ${server.name}, ${LOAD_SECONDS} s\n`);
       server.rounds.push(
-        await httpLoad(server.baseUrl, {
-          requests: server.load,
-          connections: CONNECTIONS,
-          durationSeconds: LOAD_SECONDS,
-        }),
+        await withHeap(server, () =>
+          httpLoad(server.baseUrl, {
+            requests: server.load,
+            connections: CONNECTIONS,
+            durationSeconds: LOAD_SECONDS,
+          }),
+        ),
       );
     }
   }
   // name → pacing → rounds at FIXED_RATE
   const fixedRate = new Map();
-  for (let round = 1; FIXED_RATE > 0 && round <= ROUNDS; round++) {
+  for (let round = 1; FIXED_RATE > 0 && round <= rounds; round++) {
     for (const server of servers.filter(({ name }) => FIXED_RATE_CONTENDERS.has(name))) {
       for (const [pacing, load] of Object.entries(FIXED_RATE_LOADS)) {
         process.stdout.write(
-          `round ${round}/${ROUNDS} at ${FIXED_RATE}/s (${pacing}): ${server.name}, ${LOAD_SECONDS} s\n`,
+          `round ${round}/${rounds} at ${FIXED_RATE}/s (${pacing}): ${server.name}, ${LOAD_SECONDS} s\n`,
         );
-        const result = await load(server.baseUrl, {
-          requests: server.load,
-          connections: CONNECTIONS,
-          durationSeconds: LOAD_SECONDS,
-          rate: FIXED_RATE,
-        });
+        const result = await withHeap(
+          server,
+          () =>
+            load(server.baseUrl, {
+              requests: server.load,
+              connections: CONNECTIONS,
+              durationSeconds: LOAD_SECONDS,
+              rate: FIXED_RATE,
+            }),
+          pacing === 'paced' ? server.pacedHeap : [],
+        );
         const byPacing = fixedRate.get(server.name) ?? {};
         (byPacing[pacing] ??= []).push(result);
         fixedRate.set(server.name, byPacing);
@@ -189,6 +251,8 @@ async function measureInTurn(servers) {
     return {
       ...sorted[Math.floor(sorted.length / 2)],
       roundsRps: server.rounds.map((r) => Math.round(r.rps)),
+      heap: heapSummary(server.heap),
+      ...(server.pacedHeap.length > 0 ? { pacedHeap: heapSummary(server.pacedHeap) } : {}),
       ...(atRate
         ? {
             fixedRate: Object.fromEntries(
@@ -205,7 +269,7 @@ function cleanEnv() {
   return Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('SLUICE_')));
 }
 
-function startCoordinator(policiesFile, { name = 'coordinator', load = requests } = {}) {
+function startCoordinator(policiesFile, { name = 'coordinator', load = requests, prefix = '' } = {}) {
   return startHttp(name, {
     load,
     args: () => ['dist/apps/coordinator/src/main.js'],
@@ -213,20 +277,20 @@ function startCoordinator(policiesFile, { name = 'coordinator', load = requests 
       SLUICE_PORT: String(port),
       SLUICE_REDIS_URL: REDIS_URL,
       // Its own keys: the batched run's grants do not share a budget with the single run's.
-      SLUICE_KEY_PREFIX: `${PREFIX}-${name}`,
+      SLUICE_KEY_PREFIX: `${PREFIX}-${prefix}${name}`,
       SLUICE_LOG_LEVEL: 'warn',
       SLUICE_POLICIES_FILE: policiesFile,
     }),
   });
 }
 
-function startBaseline() {
+function startBaseline(prefix = '') {
   return startHttp('baseline', {
     args: () => ['test/bench/baseline-server.mjs'],
     env: (port) => ({
       BENCH_PORT: String(port),
       BENCH_REDIS_URL: REDIS_URL,
-      BENCH_KEY_PREFIX: `${PREFIX}-base`,
+      BENCH_KEY_PREFIX: `${PREFIX}-${prefix}base`,
       BENCH_BUDGET: JSON.stringify(BUDGET),
     }),
   });
@@ -249,6 +313,45 @@ async function measureHttpContenders(policiesFile) {
     }));
   } finally {
     for (const server of servers) await stopChild(server.child);
+  }
+}
+
+/**
+ * `--node-lines`: the single-decision coordinator and the baseline on every other supported Node.js
+ * line, one round of each (saturated, then at FIXED_RATE), with their heaps.
+ */
+async function measureOtherNodeLines(policiesFile) {
+  const byLine = [];
+  for (const { line, node } of nodeLines().filter(({ line }) => line !== currentLine())) {
+    serverNode = node;
+    const servers = [];
+    try {
+      servers.push(await startCoordinator(policiesFile, { name: 'coordinator', prefix: `node${line}` }));
+      servers.push(await startBaseline(`node${line}`));
+      process.stdout.write(`Node ${line} (${node}):\n`);
+      const results = await measureInTurn(servers, 1);
+      byLine.push({ line, results: results.map((result, i) => ({ contender: servers[i].name, ...result })) });
+    } catch (error) {
+      console.error(`Node ${line} failed: ${error.message}`);
+      process.exitCode = 1;
+    } finally {
+      for (const server of servers) await stopChild(server.child);
+      serverNode = process.execPath;
+    }
+  }
+  return byLine;
+}
+
+function printOtherNodeLines(byLine) {
+  for (const { line, results } of byLine) {
+    const [coordinator, baseline] = ['coordinator', 'baseline'].map((name) =>
+      results.find((r) => r.contender === name),
+    );
+    console.log(
+      `\nNode ${line}, one round each: coordinator ${Math.round(coordinator.rps)} req/s, baseline ` +
+        `${Math.round(baseline.rps)} req/s (${(coordinator.rps / baseline.rps).toFixed(2)}x)`,
+    );
+    printHeap(results, `Node ${line}: heap of each server over its saturated round`);
   }
 }
 
@@ -358,10 +461,40 @@ function printTable(results) {
           .join('\n'),
     );
   }
+  printHeap(results);
   const anyFailed = (result) =>
     result.failed || failures(result) > 0 || Object.values(result.fixedRate ?? {}).some((r) => failures(r) > 0);
   if (results.some(anyFailed)) {
     console.log('WARNING: some requests failed, so these numbers do not measure decisions alone');
+  }
+}
+
+/** Each server's heap over its saturated rounds (and its paced ones), and the paced p99 over the baseline's. */
+function printHeap(results, title = 'Heap of each server over its saturated rounds') {
+  const measured = results.filter((result) => result.heap);
+  if (measured.length === 0) return;
+  const figures = (heap) =>
+    `${Math.round(heap.bytesPerDecision)} B allocated per decision, ` +
+    `${heap.scavengesPerSecond.toFixed(1)} scavenges/s, ${heap.markCompacts} mark-compacts, ` +
+    `GC ${heap.gcMsPerSecond.toFixed(1)} ms/s`;
+  console.log(
+    `\n${title} (${measured[0].heap.allocationCounter === 'v8' ? "V8's allocation counter" : 'heap growth plus what each GC freed'}):\n` +
+      measured
+        .map(
+          ({ contender, heap, pacedHeap }) =>
+            `${contender}: ${figures(heap)}` +
+            (contender === 'coordinator-reports' ? ' (per report)' : '') +
+            (pacedHeap ? `\n${' '.repeat(contender.length)}  at ${FIXED_RATE}/s paced: ${figures(pacedHeap)}` : ''),
+        )
+        .join('\n'),
+  );
+  const paced = (name) => results.find((result) => result.contender === name)?.fixedRate?.paced;
+  const [coordinator, baseline] = [paced('coordinator'), paced('baseline')];
+  if (coordinator && baseline && baseline.p99Ms > 0) {
+    console.log(
+      `paced ${FIXED_RATE}/s p99, coordinator over baseline: ${(coordinator.p99Ms / baseline.p99Ms).toFixed(2)}x ` +
+        `(${coordinator.p99Ms.toFixed(3)} vs ${baseline.p99Ms.toFixed(3)} ms)`,
+    );
   }
 }
 
@@ -416,12 +549,14 @@ async function main() {
       }
     }
     results.push(await measure('redis-benchmark', () => measureRedisBenchmark(redis)));
+    const otherNodeLines = process.argv.includes('--node-lines') ? await measureOtherNodeLines(policiesFile) : [];
     printTable(results);
+    printOtherNodeLines(otherNodeLines);
 
     const resultsDir = join(ROOT, 'test/bench/results');
     await mkdir(resultsDir, { recursive: true });
     const file = join(resultsDir, `decisions-${new Date().toISOString().replaceAll(':', '-')}.json`);
-    await writeFile(file, JSON.stringify({ environment, results }, null, 2) + '\n');
+    await writeFile(file, JSON.stringify({ environment, results, otherNodeLines }, null, 2) + '\n');
     console.log(`\nraw results: ${file}`);
   } finally {
     await stopAllChildren();

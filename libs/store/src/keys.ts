@@ -69,11 +69,52 @@ export interface QueueKeys {
 /** The start of the hash tag of the store's epoch markers: `{~epoch/<shard>}`. */
 export const STORE_EPOCH_TAG = '~epoch/';
 
+/** Most dependencies whose keys are kept built (see SluiceKeys.dependency); past it they are built anew. */
+const BUILT_DEPENDENCIES = 10_000;
+
+interface BuiltDependency {
+  keys: DependencyKeys;
+  requests: RequestOutcomeKeys;
+}
+
 export class SluiceKeys {
+  /** Each dependency's keys as built, by namespace then dependency: the decision path asks per request. */
+  private readonly built = new Map<string, Map<string, BuiltDependency>>();
+  private builtCount = 0;
+
   constructor(readonly prefix = 'sluice') {}
 
+  /** The dependency's keys (built once and kept, frozen: the same object for every caller). */
   dependency(namespace: string, dependency: string): DependencyKeys {
+    return this.builtDependency(namespace, dependency).keys;
+  }
+
+  private builtDependency(namespace: string, dependency: string): BuiltDependency {
+    let byDependency = this.built.get(namespace);
+    const kept = byDependency?.get(dependency);
+    if (kept) return kept;
+    if (this.builtCount >= BUILT_DEPENDENCIES) {
+      this.built.clear();
+      this.builtCount = 0;
+      byDependency = undefined;
+    }
+    if (!byDependency) this.built.set(namespace, (byDependency = new Map()));
     const tagged = `${this.prefix}:{${namespace}/${dependency}}`;
+    const retry = `${tagged}:retry:`;
+    const admit = `${tagged}:admit:`;
+    const built: BuiltDependency = {
+      keys: Object.freeze(this.buildDependency(tagged)),
+      requests: Object.freeze({
+        retry: (requestId: string | undefined) => (requestId ? retry + requestId : retry),
+        admit: (requestId: string | undefined) => (requestId ? admit + requestId : admit),
+      }),
+    };
+    byDependency.set(dependency, built);
+    this.builtCount++;
+    return built;
+  }
+
+  private buildDependency(tagged: string): DependencyKeys {
     return {
       budget: `${tagged}:budget`,
       outcomes: `${tagged}:outcomes`,
@@ -90,11 +131,7 @@ export class SluiceKeys {
 
   /** The first outcomes of a dependency's calls with a caller-chosen id; same tag as the dependency. */
   dependencyRequests(namespace: string, dependency: string): RequestOutcomeKeys {
-    const tagged = `${this.prefix}:{${namespace}/${dependency}}`;
-    return {
-      retry: (requestId) => `${tagged}:retry:${requestId ?? ''}`,
-      admit: (requestId) => `${tagged}:admit:${requestId ?? ''}`,
-    };
+    return this.builtDependency(namespace, dependency).requests;
   }
 
   /** `{<ns>/idem/<key>}`: a dependency or queue name has no `/`, so tags cannot collide. */

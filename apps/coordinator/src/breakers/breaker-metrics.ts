@@ -21,13 +21,16 @@ export class BreakerMetrics {
   observe(ref: DependencyRef, snapshot: BreakerSnapshot): void {
     this.forcedStates.observe(ref, snapshot.record);
     if (!this.registry.isRegistered(ref)) return;
+    // Five gauge series per dependency: written when the state changes, not on every decision.
+    const key = `${ref.namespace}/${ref.dependency}`;
+    const shown = this.metrics.shownBreakerStates.get(key) === snapshot.record.state;
+    // Most decisions change nothing: no labels built for them.
+    if (shown && snapshot.transitions.length === 0) return;
     const labels = { namespace: ref.namespace, dependency: ref.dependency };
     for (const transition of snapshot.transitions) {
       this.metrics.breakerTransitions.inc({ ...labels, from: transition.from, to: transition.to });
     }
-    // Five gauge series per dependency: written when the state changes, not on every decision.
-    const key = `${ref.namespace}/${ref.dependency}`;
-    if (this.metrics.shownBreakerStates.get(key) === snapshot.record.state) return;
+    if (shown) return;
     this.metrics.shownBreakerStates.set(key, snapshot.record.state);
     for (const state of BREAKER_STATES) {
       this.metrics.breakerState.set({ ...labels, state }, state === snapshot.record.state ? 1 : 0);

@@ -27,14 +27,17 @@ export class RetryService {
   ) {}
 
   async decide(ref: DependencyRef, request: RetryRequest): Promise<RetryDecision> {
-    const policy = await this.policies.forDependency(ref.namespace, ref.dependency);
+    // The cached policy and a fresh registration are answered without a promise.
+    const policy =
+      this.policies.cachedForDependency(ref.namespace, ref.dependency) ??
+      (await this.policies.forDependency(ref.namespace, ref.dependency));
     const { delayMs, denial } = beforeTheStore(policy, request);
     let decided: DecidedAsk;
     if (denial) {
       const { budget, breaker } = await this.store.readDependency(ref, readPolicyOf(policy));
       decided = { reason: denial, budget, breaker, delayMs, retryAfterMs: null };
     } else {
-      await this.registry.admit(ref.namespace, ref.dependency);
+      if (!this.registry.admitted(ref.namespace, ref.dependency)) await this.registry.admit(ref.namespace, ref.dependency);
       const outcome = await this.store.decideRetry(ref, {
         budget: policy.retryBudget,
         delayMs,
@@ -43,7 +46,13 @@ export class RetryService {
         requestId: request.requestId,
       });
       // A repeat of a kept grant answers that grant's delay.
-      decided = { ...outcome, reason: outcome.verdict };
+      decided = {
+        reason: outcome.verdict,
+        budget: outcome.budget,
+        breaker: outcome.breaker,
+        delayMs: outcome.delayMs,
+        retryAfterMs: outcome.retryAfterMs,
+      };
     }
     this.breakerMetrics.observe(ref, decided.breaker);
     return this.answer(ref, policy, decided);
@@ -61,16 +70,17 @@ export class RetryService {
     // The cap beside the exhausted-budget alert (denials are few: callers hold them for retryAfterMs).
     if (reason === 'budget_exhausted' && labels === ref) this.metrics.retryBudgetCap.set(ref, budget.cap);
     const allow = reason === 'granted' || shadow;
-    return {
+    const decision: RetryDecision = {
       allow,
       reason,
       delayMs: decided.delayMs,
       budget,
       breaker: breakerSummaryOf(breaker.record),
       shadow,
-      // A denial that waiting ends; with no known end (forced open until reset, half-open), the open duration.
-      ...(!allow && WAITED_OUT.has(reason) ? { retryAfterMs: decided.retryAfterMs ?? policy.breaker.openMs } : {}),
     };
+    // A denial that waiting ends; with no known end (forced open until reset, half-open), the open duration.
+    if (!allow && WAITED_OUT.has(reason)) decision.retryAfterMs = decided.retryAfterMs ?? policy.breaker.openMs;
+    return decision;
   }
 }
 

@@ -74,8 +74,7 @@ export class DependencyRegistry implements OnModuleDestroy {
   async admit(namespace: string, dependency: string, field = 'dep'): Promise<void> {
     const cacheKey = `${namespace}/${dependency}`;
     const now = Date.now();
-    const renewAt = this.renewAt.get(cacheKey) ?? 0;
-    if (renewAt > now && renewAt - RENEW_AFTER_MS >= this.trustedSince) return;
+    if (this.admittedAt(cacheKey, now)) return;
     let registration = this.registering.get(cacheKey);
     if (!registration) {
       registration = this.register(namespace, dependency, now).finally(() => this.registering.delete(cacheKey));
@@ -142,6 +141,16 @@ export class DependencyRegistry implements OnModuleDestroy {
   }
 
   /** True when this instance has seen the dependency registered: its metric series may exist. */
+  /** Whether admit() would answer at once, without the store: the dependency's registration is fresh. */
+  admitted(namespace: string, dependency: string): boolean {
+    return this.admittedAt(`${namespace}/${dependency}`, Date.now());
+  }
+
+  private admittedAt(cacheKey: string, now: number): boolean {
+    const renewAt = this.renewAt.get(cacheKey) ?? 0;
+    return renewAt > now && renewAt - RENEW_AFTER_MS >= this.trustedSince;
+  }
+
   isRegistered(ref: DependencyRef): boolean {
     return this.renewAt.has(`${ref.namespace}/${ref.dependency}`);
   }

@@ -45,6 +45,7 @@ interface Frame {
  */
 export function checkBodyShape(body: unknown, limits: BodyLimits = BODY_LIMITS): ErrorDetail | undefined {
   if (typeof body !== 'object' || body === null) return undefined;
+  if (isFlatWithin(body, limits)) return undefined;
   const stack: Frame[] = [{ value: body, depth: 1, key: '', parent: undefined }];
   while (stack.length > 0) {
     const frame = stack.pop()!;
@@ -75,6 +76,18 @@ export function checkBodyShape(body: unknown, limits: BodyLimits = BODY_LIMITS):
     }
   }
   return undefined;
+}
+
+/** An object of no more than maxProperties values, none an object or array: most bodies, checked with no allocation. */
+function isFlatWithin(body: object, limits: BodyLimits): boolean {
+  if (Array.isArray(body)) return false;
+  let count = 0;
+  for (const key in body) {
+    if (++count > limits.maxProperties) return false;
+    const item: unknown = (body as Record<string, unknown>)[key];
+    if (typeof item === 'object' && item !== null) return false;
+  }
+  return true;
 }
 
 function tooDeep(frame: Frame, limits: BodyLimits): ErrorDetail {

@@ -149,9 +149,16 @@ function buildHandler(built: {
       return sendError(error, request, reply);
     }
     // As in Nest's pipeline, a failure while sending the answer is answered as an error too.
-    Promise.resolve(answer)
-      .then((result) => void reply.code(status).send(result))
-      .catch((error: unknown) => sendError(error, request, reply));
+    const send = (result: unknown) => {
+      try {
+        void reply.code(status).send(result);
+      } catch (error) {
+        sendError(error, request, reply);
+      }
+    };
+    // One reaction on the method's promise, no promise of our own on top.
+    if (answer instanceof Promise) answer.then(send, (error: unknown) => sendError(error, request, reply));
+    else send(answer);
   };
 }
 

@@ -27,6 +27,8 @@ export function sustainedDelayMs(means: readonly number[], samples = DELAY_SAMPL
 export class EventLoopDelay {
   private readonly histogram: IntervalHistogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
   private readonly means: number[] = [];
+  /** sustainedDelayMs(means), worked out once a sample rather than once a request. */
+  private sustainedMs = 0;
   private readonly timer: NodeJS.Timeout;
 
   constructor() {
@@ -37,7 +39,7 @@ export class EventLoopDelay {
 
   /** The sustained delay over the last DELAY_SAMPLES samples, in ms. */
   get ms(): number {
-    return sustainedDelayMs(this.means);
+    return this.sustainedMs;
   }
 
   stop(): void {
@@ -50,5 +52,6 @@ export class EventLoopDelay {
     this.means.push(Math.max(0, mean));
     if (this.means.length > DELAY_SAMPLES) this.means.shift();
     this.histogram.reset();
+    this.sustainedMs = sustainedDelayMs(this.means);
   }
 }

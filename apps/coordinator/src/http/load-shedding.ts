@@ -43,7 +43,8 @@ export function registerLoadShedding(
     }
     if (!isEventStream(request)) {
       metrics.requestsInFlight.set(++inFlight);
-      reply.raw.once('close', release);
+      // A response closes once: `on` spares the wrapper `once` builds per request.
+      reply.raw.on('close', release);
     }
     done();
   });

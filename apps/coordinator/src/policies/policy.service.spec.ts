@@ -115,6 +115,33 @@ describe('PolicyService', () => {
     expect((await policies.forDependency('shop', 'pay')).retryBudget.maxAttempts).toBe(2);
   });
 
+  it('answers from the cache without a promise what forDependency answers, only while it would not read', async () => {
+    await writeDependency(store, 'shop', 'pay', { mode: 'shadow' });
+    const now = jest.spyOn(Date, 'now');
+    const start = Date.now();
+    now.mockReturnValue(start);
+    const policies = service(withSubscription(store, async () => async () => undefined));
+    expect(policies.cachedForDependency('shop', 'pay')).toBeUndefined(); // nothing read yet
+    const read = policies.forDependency('shop', 'pay');
+    expect(policies.cachedForDependency('shop', 'pay')).toBeUndefined(); // in flight
+    await read;
+    await warm(policies, 'shop');
+    const policy = await policies.forDependency('shop', 'pay');
+    expect(policies.cachedForDependency('shop', 'pay')).toBe(policy);
+    expect(policies.cachedForDependency('shop', 'other')).toEqual(await policies.forDependency('shop', 'other'));
+    now.mockReturnValue(start + POLICY_CACHE_TTL_MS + 1);
+    expect(policies.cachedForDependency('shop', 'pay')).toBeUndefined(); // expired: read again
+    const reread = await policies.forDependency('shop', 'pay');
+    expect(policies.cachedForDependency('shop', 'pay')).toBe(reread);
+    policies.invalidate('shop');
+    expect(policies.cachedForDependency('shop', 'pay')).toBeUndefined();
+    // A failed read answers the policies last read, for a short while: so does the cache.
+    jest.spyOn(store, 'readPolicies').mockRejectedValueOnce(new Error('store down'));
+    expect((await policies.forDependency('shop', 'pay')).mode).toBe('shadow');
+    await settle();
+    expect(policies.cachedForDependency('shop', 'pay')?.mode).toBe('shadow');
+  });
+
   it('works within the TTL when it cannot subscribe, warns once, and tries to subscribe again', async () => {
     const subscribe = jest.fn(async (): Promise<Unsubscribe> => {
       throw new Error('no subscriber connection');

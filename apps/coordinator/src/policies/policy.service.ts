@@ -74,6 +74,12 @@ export class PolicyService implements BeforeApplicationShutdown {
     return this.fileBase;
   }
 
+  /** forDependency's answer when the namespace's policies are cached unexpired; undefined when they must be read. */
+  cachedForDependency(namespace: string, dependency: string): DependencyPolicy | undefined {
+    const policies = this.cache.fresh(namespace);
+    return policies && dependencyPolicyOf(policies, dependency);
+  }
+
   async forDependency(namespace: string, dependency: string): Promise<DependencyPolicy> {
     return dependencyPolicyOf(await this.cache.get(namespace), dependency);
   }

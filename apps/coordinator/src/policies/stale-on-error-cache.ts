@@ -4,6 +4,8 @@ interface CacheEntry<T> {
   /** Infinity while the read is in flight, so concurrent callers share it. */
   expiresAt: number;
   startedAt: number;
+  /** What `value` resolved to, once it has. */
+  settled?: { value: T };
 }
 
 export interface StaleOnErrorCacheOptions<T> {
@@ -38,6 +40,12 @@ export class StaleOnErrorCache<T> {
   /** How many keys are cached. */
   get size(): number {
     return this.entries.size;
+  }
+
+  /** The value of `key` if the cache holds it unexpired, without a promise: what get() answers at once. */
+  fresh(key: string): T | undefined {
+    const cached = this.entries.get(key);
+    return cached && cached.expiresAt !== Infinity && cached.expiresAt > Date.now() ? cached.settled?.value : undefined;
   }
 
   /** The value of `key`, from the cache or one shared read. */
@@ -88,13 +96,17 @@ export class StaleOnErrorCache<T> {
         if (this.entries.has(key) && (!known || known.startedAt <= startedAt)) {
           this.lastRead.set(key, { value, startedAt });
         }
-        if (this.entries.get(key) === entry) entry.expiresAt = startedAt + this.options.ttlMs;
+        if (this.entries.get(key) === entry) {
+          entry.settled = { value };
+          entry.expiresAt = startedAt + this.options.ttlMs;
+        }
       },
       () => {
         if (this.entries.get(key) !== entry) return;
         if (stale) {
           // The source did not answer: keep using what was read last, and try again soon.
           entry.value = stale;
+          entry.settled = { value: last.value };
           entry.expiresAt = Date.now() + this.options.staleRetryMs;
         } else {
           // Not cached: the next call tries the source again.

@@ -7,7 +7,6 @@ import type { ScriptRunner } from './script-runner';
 
 /** Reads the breaker reply tail (breakerReply() in lua/includes/breaker.lua) starting at `offset`. */
 export function breakerFromReply(reply: ReadonlyArray<string | number>, offset: number): BreakerSnapshot {
-  const nullable = (value: string | number) => (Number(value) < 0 ? null : Number(value));
   const record: BreakerRecord = {
     state: reply[offset] as BreakerState,
     since: nullable(reply[offset + 1]),
@@ -21,6 +20,11 @@ export function breakerFromReply(reply: ReadonlyArray<string | number>, offset: 
     transitions.push({ from: reply[i] as BreakerState, to: reply[i + 1] as BreakerState });
   }
   return { record, transitions };
+}
+
+/** A time the script answers as -1 when there is none. */
+function nullable(value: string | number): number | null {
+  return Number(value) < 0 ? null : Number(value);
 }
 
 /** Operators' view and actions on a dependency: set_breaker-4.lua and read_dependency-7.lua. */

@@ -14,6 +14,13 @@ export function budgetModeArgs(budget: RetryBudgetPolicy): [mode: string, maxRat
  * (decide_retry-4.lua's values 2-6, read_dependency-7.lua's first five).
  */
 export function budgetFromReply(reply: Array<string | number>, at: number, windowSeconds: number): BudgetView {
-  const [retries, retriesSucceeded, requests, limit, cap] = reply.slice(at, at + 5).map(Number);
-  return { retries, retriesSucceeded, requests, limit, cap, windowSeconds };
+  // Read in place: no copy of the reply per decision.
+  return {
+    retries: Number(reply[at]),
+    retriesSucceeded: Number(reply[at + 1]),
+    requests: Number(reply[at + 2]),
+    limit: Number(reply[at + 3]),
+    cap: Number(reply[at + 4]),
+    windowSeconds,
+  };
 }

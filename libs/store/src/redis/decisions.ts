@@ -26,7 +26,8 @@ export function retryDecisionFromReply(
   windowSeconds: number,
 ): Omit<RetryBudgetOutcome, 'breaker'> {
   const code = Number(reply[at]);
-  const [delayMs, retryAfterMs] = reply.slice(at + 6, at + 8).map(Number);
+  const delayMs = Number(reply[at + 6]);
+  const retryAfterMs = Number(reply[at + 7]);
   return {
     verdict: scriptOutcome('decide_retry', code, ['granted', 'budget_exhausted', 'deadline_exceeded', 'breaker_open']),
     delayMs,

@@ -46,50 +46,24 @@ export class ReplyDeadline {
 
   guard<T>(operation: Promise<T>, lane = ''): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      let settled = false;
-      let writtenAt = performance.now();
-      let timer: NodeJS.Timeout | undefined;
-      const arm = (ms: number) => (timer = setTimeout(() => afterPendingReads(check), ms));
-      const check = () => {
-        if (settled) return;
-        const now = performance.now();
-        const silentFor = now - Math.max(writtenAt, this.lastReplyAt.get(lane) ?? 0);
-        const mayWait = now - writtenAt < this.maxWaitMs;
-        if (silentFor < this.timeoutMs && mayWait) {
-          arm(this.timeoutMs - silentFor);
-          return;
-        }
-        if (mayWait && this.probe) {
-          void this.alive(lane).then((alive) => (alive ? check() : fail()));
-          return;
-        }
-        fail();
-      };
-      const fail = () => {
-        if (settled) return;
-        settled = true;
-        reject(new StoreUnavailableError(`Redis did not answer within ${this.timeoutMs} ms`));
-      };
+      // One record per call and the deadline's own methods: no closures of its own per call.
+      const call: GuardedCall = { lane, settled: false, writtenAt: performance.now(), timer: undefined, reject };
       // Queued after ioredis's own flush of the pipeline this call joined.
-      setImmediate(() => {
-        if (settled) return;
-        writtenAt = performance.now();
-        arm(this.timeoutMs);
-      });
+      setImmediate(startClock, this, call);
       operation.then(
         (value) => {
           this.lastReplyAt.set(lane, performance.now());
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
+          if (call.settled) return;
+          call.settled = true;
+          clearTimeout(call.timer);
           resolve(value);
         },
         (error: unknown) => {
           // An error reply is a reply too: the connection is answering.
           if ((error as Error)?.name === 'ReplyError') this.lastReplyAt.set(lane, performance.now());
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
+          if (call.settled) return;
+          call.settled = true;
+          clearTimeout(call.timer);
           reject(
             error instanceof StoreUnavailableError
               ? error
@@ -98,6 +72,40 @@ export class ReplyDeadline {
         },
       );
     });
+  }
+
+  /** The call was written: its clock starts. */
+  startClock(call: GuardedCall): void {
+    if (call.settled) return;
+    call.writtenAt = performance.now();
+    this.arm(call, this.timeoutMs);
+  }
+
+  private arm(call: GuardedCall, ms: number): void {
+    call.timer = setTimeout(checkAfterPendingReads, ms, this, call);
+  }
+
+  /** Whether the call's connection has been silent too long: wait on, ask the probe, or fail it. */
+  check(call: GuardedCall): void {
+    if (call.settled) return;
+    const now = performance.now();
+    const silentFor = now - Math.max(call.writtenAt, this.lastReplyAt.get(call.lane) ?? 0);
+    const mayWait = now - call.writtenAt < this.maxWaitMs;
+    if (silentFor < this.timeoutMs && mayWait) {
+      this.arm(call, this.timeoutMs - silentFor);
+      return;
+    }
+    if (mayWait && this.probe) {
+      void this.alive(call.lane).then((alive) => (alive ? this.check(call) : this.fail(call)));
+      return;
+    }
+    this.fail(call);
+  }
+
+  private fail(call: GuardedCall): void {
+    if (call.settled) return;
+    call.settled = true;
+    call.reject(new StoreUnavailableError(`Redis did not answer within ${this.timeoutMs} ms`));
   }
 
   /** Whether Redis answers the lane's probe within the timeout (one probe per lane at a time). */
@@ -124,4 +132,23 @@ export class ReplyDeadline {
     }
     return pending;
   }
+}
+
+/** One guarded call while it is outstanding. */
+interface GuardedCall {
+  /** The connection it travels on. */
+  lane: string;
+  settled: boolean;
+  /** When it was written (performance.now()): its clock starts there. */
+  writtenAt: number;
+  timer: NodeJS.Timeout | undefined;
+  reject: (error: unknown) => void;
+}
+
+function startClock(deadline: ReplyDeadline, call: GuardedCall): void {
+  deadline.startClock(call);
+}
+
+function checkAfterPendingReads(deadline: ReplyDeadline, call: GuardedCall): void {
+  afterPendingReads(() => deadline.check(call));
 }
