@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,6 +39,24 @@ func (c *Client) Transport(dependency string, base http.RoundTripper) http.Round
 type roundTripper struct {
 	dep  *Dependency
 	base http.RoundTripper
+	// lastLeft is the last sluice-deadline-ms sent, with its text: most requests send the same.
+	lastLeft atomic.Pointer[msText]
+}
+
+// msText is a number of milliseconds and its decimal text.
+type msText struct {
+	ms   int64
+	text string
+}
+
+// deadlineText is ms in decimal, formatted again only when it differs from the last one.
+func (t *roundTripper) deadlineText(ms int64) string {
+	if last := t.lastLeft.Load(); last != nil && last.ms == ms {
+		return last.text
+	}
+	last := &msText{ms: ms, text: strconv.FormatInt(ms, 10)}
+	t.lastLeft.Store(last)
+	return last.text
 }
 
 func idempotentMethod(method string) bool {
@@ -58,7 +77,10 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		rc.opts.apply(opts)
 	}
 	if rc.opts.key == "" {
-		rc.opts.key = req.Header.Get(IdempotencyKeyHeader)
+		// IdempotencyKeyHeader is canonical: Header.Get would find the same value.
+		if v := req.Header[IdempotencyKeyHeader]; len(v) > 0 {
+			rc.opts.key = v[0]
+		}
 	}
 	rc.getBody = req.GetBody
 	if req.Body != nil && req.Body != http.NoBody && rc.getBody == nil {
@@ -93,12 +115,27 @@ type roundTrip struct {
 	answer   *http.Response
 	// values backs the three headers each attempt adds.
 	values [3]string
+	// first is the first attempt's copy of the request, made with the call's own allocation.
+	first http.Request
+}
+
+// sameContext says whether a and b are one context (a context of a type that cannot be compared
+// is taken for another).
+func sameContext(a, b context.Context) (same bool) {
+	defer func() { _ = recover() }()
+	return a == b
 }
 
 // attempt sends one attempt: a copy of the request with its own headers (and body).
 func (rc *roundTrip) attempt(ctx context.Context) error {
 	rc.attempts++
-	r := rc.req.WithContext(ctx)
+	var r *http.Request
+	if rc.attempts == 1 && sameContext(ctx, rc.req.Context()) {
+		r = &rc.first
+		*r = *rc.req
+	} else {
+		r = rc.req.WithContext(ctx)
+	}
 	header := make(http.Header, len(rc.req.Header)+3)
 	for k, v := range rc.req.Header {
 		header[k] = v
@@ -125,7 +162,7 @@ func (rc *roundTrip) attempt(ctx context.Context) error {
 	} else {
 		rc.values[1] = strconv.Itoa(number)
 	}
-	rc.values[0] = strconv.FormatInt(left, 10)
+	rc.values[0] = rc.t.deadlineText(left)
 	header["Sluice-Deadline-Ms"] = rc.values[0:1:1]
 	header["Sluice-Attempt"] = rc.values[1:2:2]
 	if rc.opts.key != "" {

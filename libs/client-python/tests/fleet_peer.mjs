@@ -1,7 +1,7 @@
 // A TypeScript process of the fleet (the built SDK, dist/libs/client): reads commands on stdin,
 // one JSON line each, and answers one JSON line each on stdout.
 //   {"op": "fail", "calls": 6}  → calls whose every attempt fails with a 503, one after another
-//   {"op": "call"}              → one call that would succeed; its outcome
+//   {"op": "call"}              → one call that would succeed; its outcome and attempts
 //   {"op": "wait_breaker", "state": "forced_open"}
 import { createRequire } from 'node:module';
 import { createInterface } from 'node:readline';
@@ -23,14 +23,20 @@ let grants = 0;
 dependency.onRetry(() => grants++);
 const failing = () => Object.assign(new Error('the dependency answered 503'), { status: 503 });
 const outcome = async (fn) => {
+  let attempts = 0;
+  const counted = () => {
+    attempts++;
+    return fn();
+  };
   try {
-    await dependency.execute(fn, { idempotent: true, deadlineMs: 5000 });
-    return { ok: true };
+    await dependency.execute(counted, { idempotent: true, deadlineMs: 5000 });
+    return { ok: true, attempts };
   } catch (error) {
     return {
       ok: false,
       reason: isGiveUpError(error) ? error.reason : 'other',
       operatorReason: error.operatorReason ?? null,
+      attempts,
     };
   }
 };
