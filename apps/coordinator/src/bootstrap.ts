@@ -15,9 +15,14 @@ import { setupConsole } from './web-console/serve-console';
 
 export { BODY_LIMIT_BYTES };
 
-/** Builds the coordinator app (not yet listening) from a validated configuration. */
-export async function createCoordinator(config: SluiceConfig): Promise<NestFastifyApplication> {
-  const policies: PoliciesFile = config.policiesFile ? readPoliciesFile(config.policiesFile) : { namespaces: {} };
+/**
+ * Builds the coordinator app (not yet listening) from a validated configuration; `policies` is the
+ * policies file already read (read here when not given).
+ */
+export async function createCoordinator(
+  config: SluiceConfig,
+  policies: PoliciesFile = config.policiesFile ? readPoliciesFile(config.policiesFile) : { namespaces: {} },
+): Promise<NestFastifyApplication> {
   const verbose = config.logLevel === 'debug' || config.logLevel === 'trace';
   // One pino instance for Fastify and Nest; a request's own logger (request.log) carries its reqId.
   const logger = createLogger(config.logLevel);

@@ -5,7 +5,7 @@ import { Server as NetServer } from 'node:net';
 import { createCoordinator, listenHost } from './bootstrap';
 import { ConfigError, type ConfigProblem } from './config/config-error';
 import { loadConfig, type SluiceConfig } from './config/config';
-import { readPoliciesFile } from './policies/policies-file';
+import { readPoliciesFile, type PoliciesFile } from './policies/policies-file';
 import { EventStreamService } from './events/event-stream.service';
 import { createLogger } from './logging/logger';
 
@@ -26,15 +26,16 @@ const IDLE_CLOSE_INTERVAL_MS = 250;
 const SHUTDOWN_TIMEOUT_MS = 20_000;
 
 async function main(): Promise<void> {
-  let config;
+  let boot: BootConfig;
   try {
-    config = loadBootConfig();
+    boot = loadBootConfig();
   } catch (error) {
     if (error instanceof ConfigError) exitOnConfigError(error);
     throw error;
   }
+  const { config } = boot;
   const frameworkHandlers = new Map(SHUTDOWN_SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]));
-  const app = await createCoordinator(config);
+  const app = await createCoordinator(config, boot.policies);
   // Nest's signal handlers (enableShutdownHooks, in bootstrap) close the HTTP server only after the
   // other shutdown hooks ran, and then re-raise the signal, so the process ends by the signal rather
   // than with 0. For SIGTERM and SIGINT the drain below takes their place; other signals keep them.
@@ -128,13 +129,16 @@ async function within(ms: number, work: Promise<unknown>, log: { logger: Logger;
   return false;
 }
 
-/**
- * The variables and the policies file they name, every problem of both in one error, so one boot
- * says all that is wrong (the app reads the file again when it is built).
- */
-function loadBootConfig(): SluiceConfig {
+interface BootConfig {
+  config: SluiceConfig;
+  policies: PoliciesFile;
+}
+
+/** The variables and the policies file they name, every problem of both in one error, so one boot says all that is wrong. */
+function loadBootConfig(): BootConfig {
   const problems: ConfigProblem[] = [];
   let config: SluiceConfig | undefined;
+  let policies: PoliciesFile = { namespaces: {} };
   try {
     config = loadConfig();
   } catch (error) {
@@ -144,14 +148,14 @@ function loadBootConfig(): SluiceConfig {
   const policiesFile = process.env.SLUICE_POLICIES_FILE;
   if (policiesFile) {
     try {
-      readPoliciesFile(policiesFile);
+      policies = readPoliciesFile(policiesFile);
     } catch (error) {
       if (!(error instanceof ConfigError)) throw error;
       problems.push(...error.problems);
     }
   }
   if (problems.length > 0 || !config) throw new ConfigError(problems);
-  return config;
+  return { config, policies };
 }
 
 /** Exit 78 (EX_CONFIG) with one JSON line naming every bad variable. */
