@@ -25,7 +25,7 @@ from .core.policy import BackoffPolicy
 from .core.state import DependencyState
 from .errors import AskNotSentError, ConfigError, CoordinatorUnavailableError
 from .hooks import BreakerChange, ConfigErrorEvent, FallbackChange, Hook
-from .transport import Transport, new_request_id
+from .transport import Arrival, Transport, new_request_id
 
 logger = logging.getLogger("sluice")
 
@@ -88,6 +88,15 @@ class _Pending:
         self.error: Optional[BaseException] = None
         self.late: Optional[Callable[["_Pending"], None]] = None
         self.lock = threading.Lock()
+        #: Set when the ask goes out (one for a whole batch).
+        self.arrival = Arrival()
+
+    def answered_in(self, timeout_s: float, read_within_s: float) -> bool:
+        """Waits ``timeout_s`` for the answer; one already in this process by then (a busy process
+        had not read it yet) is waited for up to ``read_within_s`` more."""
+        if self.done.wait(timeout_s):
+            return True
+        return self.arrival.at_door() and self.done.wait(read_within_s)
 
     def complete(self, result: Optional[Dict[str, Any]], error: Optional[BaseException]) -> None:
         with self.lock:
@@ -148,6 +157,10 @@ class Coalescer:
             else:
                 pending.ask = ask
                 batch.append(pending)
+        for start in range(0, len(batch), MAX_RETRY_ASKS):
+            arrival = Arrival()
+            for pending in batch[start : start + MAX_RETRY_ASKS]:
+                pending.arrival = arrival
         for pending in batch:
             pending.sent.set()
         for start in range(0, len(batch), MAX_RETRY_ASKS):
@@ -162,7 +175,7 @@ class Coalescer:
             return self._alone(batch[0])
         timeout, reask = self._timeouts()
         try:
-            answer = self.transport.retries([{**p.ask, "dep": p.dep} for p in batch], timeout, reask)
+            answer = self.transport.retries([{**p.ask, "dep": p.dep} for p in batch], timeout, reask, batch[0].arrival)
             decisions = answer.get("decisions") if isinstance(answer, dict) else None
             if not isinstance(decisions, list) or len(decisions) != len(batch):
                 raise CoordinatorUnavailableError(f"the coordinator answered {len(decisions or [])} decisions to {len(batch)} asks")
@@ -184,7 +197,7 @@ class Coalescer:
     def _alone(self, pending: _Pending) -> None:
         timeout, reask = self._timeouts()
         try:
-            pending.complete(self.transport.retry(pending.dep, pending.ask, timeout, reask), None)
+            pending.complete(self.transport.retry(pending.dep, pending.ask, timeout, reask, pending.arrival), None)
         except BaseException as error:  # noqa: BLE001
             pending.complete(None, error)
 
@@ -318,7 +331,7 @@ class Engine:
             under_way = self.under_way.get(state.name)
             # An ask still gathering its batch is joined; one sent is waited for (its denial may hold).
             if under_way is not None and under_way.sent.is_set():
-                under_way.done.wait(max(1, self.options.decision_timeout_ms // 2) / 1000)
+                under_way.answered_in(max(1, self.options.decision_timeout_ms // 2) / 1000, self.options.request_timeout_ms / 1000)
             now = self.now()
             with self.lock:
                 held = state.held.current(now)
@@ -337,7 +350,7 @@ class Engine:
         else:
             pending = _Pending(state.name, left)
             threading.Thread(target=self.coalescer._alone, args=(pending,), daemon=True).start()
-        if not pending.done.wait(self.options.decision_timeout_ms / 1000):
+        if not pending.answered_in(self.options.decision_timeout_ms / 1000, self.options.request_timeout_ms / 1000):
             with pending.lock:
                 if not pending.done.is_set():
                     pending.late = lambda late: self._late_answer(state, late, started_at)

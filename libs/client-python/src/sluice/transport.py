@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import http.client
 import json
+import select
 import socket
 import threading
 import time
@@ -43,6 +44,47 @@ class _Base:
         if self.https:
             return http.client.HTTPSConnection(self.host, self.port, timeout=timeout)
         return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+
+
+class Arrival:
+    """Whether a decision's answer has reached this process, read or not.
+
+    A waiting call asks this when its decision time is up: an answer already in the socket came in
+    time from the coordinator, and only this process was too busy to read it (threads waiting for
+    the interpreter lock on a loaded machine), so the call takes it instead of giving up.
+    """
+
+    def __init__(self) -> None:
+        self._sock: Optional[socket.socket] = None
+        self.seen = False
+
+    def watch(self, sock: Optional[socket.socket]) -> None:
+        """A request went out on ``sock``: its answer is awaited (an earlier exchange's is forgotten)."""
+        self.seen = False
+        self._sock = sock
+
+    def at_door(self) -> bool:
+        """True once the answer has been seen, or is waiting unread in the socket."""
+        if self.seen:
+            return True
+        sock = self._sock
+        if sock is None:
+            return False
+        try:
+            return _readable(sock, 0)
+        except (OSError, ValueError):  # closed meanwhile: the reader has it (or its failure)
+            return self.seen
+
+
+def _readable(sock: socket.socket, timeout_s: float) -> bool:
+    """Whether ``sock`` has something to read (data or its end) within ``timeout_s``, reading nothing.
+    ``poll`` where there is one: ``select`` refuses descriptors past 1023, common in a busy process."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(sock, select.POLLIN | select.POLLPRI)
+        return bool(poller.poll(timeout_s * 1000))
+    readable, _, _ = select.select([sock], [], [], timeout_s)
+    return bool(readable)
 
 
 class ReAsks:
@@ -89,13 +131,13 @@ class Transport:
         self.closed = False
 
     # --- the API's calls --------------------------------------------------------------------
-    def retry(self, dep: str, ask: Dict[str, Any], timeout_ms: float, reask_within_ms: float) -> Dict[str, Any]:
+    def retry(self, dep: str, ask: Dict[str, Any], timeout_ms: float, reask_within_ms: float, arrival: Optional[Arrival] = None) -> Dict[str, Any]:
         """``POST /v1/{ns}/deps/{dep}/retry`` (the ask carries its ``requestId``)."""
-        return _object(self.json("POST", f"deps/{quote(dep)}/retry", ask, timeout_ms, True, reask_within_ms))
+        return _object(self.json("POST", f"deps/{quote(dep)}/retry", ask, timeout_ms, True, reask_within_ms, arrival))
 
-    def retries(self, asks: List[Dict[str, Any]], timeout_ms: float, reask_within_ms: float) -> Dict[str, Any]:
+    def retries(self, asks: List[Dict[str, Any]], timeout_ms: float, reask_within_ms: float, arrival: Optional[Arrival] = None) -> Dict[str, Any]:
         """``POST /v1/{ns}/retries``: many asks, each with its own ``requestId``."""
-        return _object(self.json("POST", "retries", {"asks": asks}, timeout_ms, True, reask_within_ms))
+        return _object(self.json("POST", "retries", {"asks": asks}, timeout_ms, True, reask_within_ms, arrival))
 
     def admit(self, dep: str, timeout_ms: float, reask_within_ms: float) -> Dict[str, Any]:
         return _object(self.json("POST", f"deps/{quote(dep)}/admit", {"requestId": new_request_id()}, timeout_ms, True, reask_within_ms))
@@ -140,8 +182,17 @@ class Transport:
         return connection, response
 
     # --- one call: its exchanges and re-asks -----------------------------------------------
-    def json(self, method: str, path: str, body: Any, timeout_ms: float, repeatable: bool, reask_within_ms: Optional[float] = None) -> Any:
-        status, text, _ = self.exchange(method, path, body, timeout_ms, repeatable, reask_within_ms or timeout_ms)
+    def json(
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        timeout_ms: float,
+        repeatable: bool,
+        reask_within_ms: Optional[float] = None,
+        arrival: Optional[Arrival] = None,
+    ) -> Any:
+        status, text, _ = self.exchange(method, path, body, timeout_ms, repeatable, reask_within_ms or timeout_ms, arrival=arrival)
         return json.loads(text) if text else None
 
     def exchange(
@@ -153,6 +204,7 @@ class Transport:
         repeatable: bool,
         reask_within_ms: float,
         extra_headers: Optional[Dict[str, str]] = None,
+        arrival: Optional[Arrival] = None,
     ) -> Tuple[int, bytes, Dict[str, str]]:
         sent_at = time.monotonic()
         ends_at = sent_at + timeout_ms / 1000
@@ -161,7 +213,7 @@ class Transport:
         payload = None if body is None else json.dumps(body, separators=(",", ":")).encode()
         while True:
             try:
-                return self._once(index, method, path, payload, ends_at - time.monotonic(), extra_headers or {})
+                return self._once(index, method, path, payload, ends_at - time.monotonic(), extra_headers or {}, arrival)
             except ConfigError:
                 raise
             except CoordinatorUnavailableError as failure:
@@ -174,7 +226,16 @@ class Transport:
                     raise reasks.error or failure
                 index = following
 
-    def _once(self, index: int, method: str, path: str, payload: Optional[bytes], left_s: float, extra: Dict[str, str]) -> Tuple[int, bytes, Dict[str, str]]:
+    def _once(
+        self,
+        index: int,
+        method: str,
+        path: str,
+        payload: Optional[bytes],
+        left_s: float,
+        extra: Dict[str, str],
+        arrival: Optional[Arrival] = None,
+    ) -> Tuple[int, bytes, Dict[str, str]]:
         if self.closed:
             raise CoordinatorUnavailableError("the client is closed")
         base = self.bases[index]
@@ -196,6 +257,10 @@ class Transport:
                 assert connection.sock is not None
                 connection.sock.settimeout(wait)
                 connection.request(method, url, body=payload, headers=headers)
+                if arrival is not None:
+                    arrival.watch(connection.sock)
+                    # Unread until seen: a caller whose time is up meanwhile still finds it in the socket.
+                    arrival.seen = _readable(connection.sock, wait)
                 response = connection.getresponse()
                 text = response.read()
             except (OSError, http.client.HTTPException) as error:
