@@ -1,5 +1,6 @@
 import { ManualClock, seededRandom } from '@sluice/core';
 import {
+  DEADLINE_HEADER,
   DEFAULT_DEPENDENCY_POLICY,
   mergeDependencyPolicy,
   type AdmitDecision,
@@ -8,7 +9,7 @@ import {
   type RetryAsk,
   type RetryRequest,
 } from '@sluice/protocol';
-import { runWithContext } from './context/request-context';
+import { contextFromHeaders, runWithContext, runWithDeadline } from './context/request-context';
 import type { RetryVerdict } from './decide/decider';
 import { FleetDecider } from './decide/fleet-decider';
 import { InsuredDecider } from './decide/insured-decider';
@@ -391,6 +392,19 @@ describe('Dependency.execute', () => {
     const { fn, contexts } = script([], 1);
     const error = await runWithContext({ attempt: 1, deadlineAt: clock.now() }, () => rejection(dep.execute(fn)));
     expect(error).toMatchObject({ isDeadlineExceededError: true, attempts: 0 });
+    expect(contexts).toHaveLength(0);
+  });
+
+  it('a request that came with no time left sends nothing, whatever the clock that read its headers', async () => {
+    const { dep, clock } = setup();
+    const { fn, contexts } = script([], 1);
+    // The middleware read the header on the system clock; the SDK's clock is a millisecond behind it.
+    const system = { now: () => clock.now() + 1 };
+    const context = contextFromHeaders({ [DEADLINE_HEADER]: '0' }, { clock: system });
+    const error = await runWithContext(context, () => rejection(dep.execute(fn)));
+    expect(error).toMatchObject({ isDeadlineExceededError: true, attempts: 0 });
+    expect(contexts).toHaveLength(0);
+    expect(await runWithDeadline(0, () => rejection(dep.execute(fn)), system)).toMatchObject({ attempts: 0 });
     expect(contexts).toHaveLength(0);
   });
 

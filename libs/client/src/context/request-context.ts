@@ -59,7 +59,7 @@ export function runWithContext<T>(context: SluiceRequestContext, fn: () => T): T
  */
 export function runWithDeadline<T>(deadlineMs: number, fn: () => T, clock: Clock = systemClock): T {
   const outer = storage.getStore();
-  let deadlineAt = clock.now() + deadlineMs;
+  let deadlineAt = deadlineAfter(deadlineMs, clock);
   if (outer?.deadlineAt !== undefined && outer.deadlineAt < deadlineAt) deadlineAt = outer.deadlineAt;
   return storage.run({ ...outer, attempt: outer?.attempt ?? 1, deadlineAt }, fn);
 }
@@ -94,9 +94,17 @@ export function contextFromHeaders(
   const deadlineMs = integerHeader(headers[DEADLINE_HEADER], 0, MAX_DEADLINE_MS);
   const attempt = integerHeader(headers[ATTEMPT_HEADER], 1, 100) ?? 1;
   const context: { deadlineAt?: number; attempt: number; pushback?: (reason: string) => void } = { attempt };
-  if (deadlineMs !== undefined) context.deadlineAt = (options.clock ?? systemClock).now() + deadlineMs;
+  if (deadlineMs !== undefined) context.deadlineAt = deadlineAfter(deadlineMs, options.clock ?? systemClock);
   if (options.pushback) context.pushback = options.pushback;
   return context;
+}
+
+/**
+ * The instant `deadlineMs` from now. No time left is a deadline long past (the epoch's start), not
+ * this instant: the clock that reads it later may be a coarser one, a millisecond behind this one.
+ */
+function deadlineAfter(deadlineMs: number, clock: Clock): number {
+  return deadlineMs <= 0 ? 0 : clock.now() + deadlineMs;
 }
 
 function integerHeader(value: string | string[] | undefined, min: number, max: number): number | undefined {
