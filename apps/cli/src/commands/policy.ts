@@ -32,7 +32,7 @@ export function registerPolicy(program: Command): void {
       withContext(async ({ client, output }, ns: string, target: string) => {
         const stored = await read(client, ns, target);
         if (stored) {
-          print(output, stored, () => `ETag ${stored.etag}\n${jsonLines(stored.document).join('\n')}`);
+          print(output, stored, () => `ETag ${stored.etag}\n${policyText(stored.document)}`);
           return;
         }
         // Nothing stored is not an error: a dependency then follows the defaults, shown as in effect.
@@ -44,7 +44,7 @@ export function registerPolicy(program: Command): void {
         print(output, { etag: null, document: null, effective }, () =>
           effective
             ? `namespace ${ns} stores no document for ${path}: it follows the defaults. In effect:\n` +
-              jsonLines(effective).join('\n')
+              policyText(effective)
             : `namespace ${ns} stores no document for ${path}`,
         );
       }),
@@ -129,6 +129,9 @@ function readDocument(file: string): unknown {
     throw usageError(`${file} is not JSON: ${(error as Error).message}`);
   }
 }
+
+/** A policy (a document, or the one in effect) as `policy get` prints it: its JSON, keys sorted. */
+export const policyText = (policy: unknown): string => jsonLines(policy).join('\n');
 
 const quoted = (etag: string) => (etag.startsWith('"') || etag.startsWith('W/') ? etag : `"${etag}"`);
 
