@@ -61,7 +61,14 @@ describe('the sluice CLI', () => {
   afterAll(() => coordinator?.close());
 
   it('answers --help everywhere, with exit code 0', async () => {
-    for (const args of [['--help'], ['trip', '--help'], ['policy', 'put', '--help'], ['dlq', 'list', '--help']]) {
+    for (const args of [
+      ['--help'],
+      ['trip', '--help'],
+      ['policy', 'put', '--help'],
+      ['policy', 'export', '--help'],
+      ['policy', 'import', '--help'],
+      ['dlq', 'list', '--help'],
+    ]) {
       const run = await sluice(...args);
       expect({ args, code: run.code, usage: run.stdout.startsWith('Usage: sluice') }).toEqual({
         args,

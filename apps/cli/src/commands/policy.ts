@@ -1,11 +1,12 @@
-import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { DependencyView } from '@sluice/protocol';
 import type { AdminClient } from '../admin-client';
 import { CliError, usageError } from '../cli-error';
 import { segment, withContext } from '../context';
+import { readInput } from '../input-file';
 import { diffLines, diffText, jsonLines, type DiffLine } from '../json-diff';
 import { print } from '../output';
+import { registerPolicyTransfer } from './policy-transfer';
 
 /** A stored policy document and its version. */
 export interface StoredPolicy {
@@ -17,7 +18,10 @@ const TARGET_HELP =
   '`default`, `deps/<dep>`, `limits/<limit>` or `queues/<queue>` (a bare name is a dependency: `payments-api`)';
 const TARGET = /^(default|(deps|limits|queues)\/[^/]+)$/;
 
-/** `sluice policy get|put|diff <ns> <target>`: the namespace's stored policy documents, with ETags. */
+/**
+ * `sluice policy get|put|diff <ns> <target>`: the namespace's stored policy documents, with ETags;
+ * `sluice policy export|import`: all of them as a policies file (policy-transfer.ts).
+ */
 export function registerPolicy(program: Command): void {
   const policy = program
     .command('policy')
@@ -100,6 +104,8 @@ export function registerPolicy(program: Command): void {
         );
       }),
     );
+
+  registerPolicyTransfer(policy);
 }
 
 /** The target's path under `…/policies/`: `default` or `<kind>/<name>`. */
@@ -117,12 +123,7 @@ async function read(client: AdminClient, ns: string, target: string): Promise<St
 }
 
 function readDocument(file: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(file === '-' ? 0 : file, 'utf8');
-  } catch (error) {
-    throw usageError(`cannot read ${file}: ${(error as Error).message}`);
-  }
+  const text = readInput(file);
   try {
     return JSON.parse(text);
   } catch (error) {
