@@ -61,7 +61,14 @@ describe('the sluice CLI', () => {
   afterAll(() => coordinator?.close());
 
   it('answers --help everywhere, with exit code 0', async () => {
-    for (const args of [['--help'], ['trip', '--help'], ['policy', 'put', '--help'], ['dlq', 'list', '--help']]) {
+    for (const args of [
+      ['--help'],
+      ['trip', '--help'],
+      ['policy', 'put', '--help'],
+      ['policy', 'export', '--help'],
+      ['policy', 'import', '--help'],
+      ['dlq', 'list', '--help'],
+    ]) {
       const run = await sluice(...args);
       expect({ args, code: run.code, usage: run.stdout.startsWith('Usage: sluice') }).toEqual({
         args,
@@ -70,6 +77,7 @@ describe('the sluice CLI', () => {
       });
     }
     expect((await sluice('--help')).stdout).toContain('Exit codes: 0 done; 1 refused or failed');
+    expect((await sluice('dep', '--help')).stdout).toContain('the whole policy in effect');
   });
 
   it('refuses bad usage with exit code 2 and changes nothing', async () => {
@@ -144,6 +152,15 @@ describe('the sluice CLI', () => {
     const shown = (await sluice('dep', 'shop', 'payments-api')).stdout;
     expect(shown).toMatch(/^breaker\s+closed$/m);
     expect(shown).toMatch(/^budget\s+adaptive: 0 succeeded, cap 110$/m);
+    // The whole policy in effect, as `policy get` prints it: budget, backoff, breaker, limits.
+    const policy = shown.slice(shown.indexOf('\npolicy in effect'));
+    expect(policy).toMatch(
+      /^\npolicy in effect \(its own document, over the namespace default, over the defaults\):\n\{/,
+    );
+    expect(JSON.parse(policy.slice(policy.indexOf('{')))).toEqual(view.policy);
+    for (const field of ['"maxAttempts": 3', '"failureRateThreshold": 0.5', '"capMs": 2000', '"rateLimit": null']) {
+      expect(policy).toContain(field);
+    }
     expect((await sluice('deps', 'shop')).stdout.split('\n')[0]).toMatch(/\sRETRIES\s+SUCCEEDED\s+CAP\s/);
   });
 

@@ -97,6 +97,8 @@ const STATUSES: Record<string, number[]> = {
   'POST /admin/v1/{ns}/queues/{queue}/dead-letters/{id}/redrive': [200, 400, 401, 403, 404, 503],
   'DELETE /admin/v1/{ns}/queues/{queue}/dead-letters/{id}': [204, 400, 401, 403, 404, 503],
   'GET /admin/v1/audit': [200, 400, 401, 403, 503],
+  'GET /admin/v1/{ns}/policies': [200, 400, 401, 403, 503],
+  'GET /': [200],
   'GET /health/live': [200],
   'GET /health/ready': [200, 503],
   'GET /metrics': [200],
@@ -229,7 +231,7 @@ describe('OpenAPI document', () => {
             .set(client);
       expect([where, outOfScope.status, outOfScope.body.code]).toEqual([where, 403, 'forbidden']);
     }
-    for (const path of ['/metrics', '/health/live', '/health/ready']) {
+    for (const path of ['/', '/metrics', '/health/live', '/health/ready']) {
       expect(operation('GET', path).security).toEqual([]);
     }
   });
@@ -303,6 +305,7 @@ describe('OpenAPI document', () => {
 
     expect(Object.keys(responseOf('GET', '/v1/{ns}/events', 200).content ?? {})).toEqual(['text/event-stream']);
     expect(Object.keys(responseOf('GET', '/metrics', 200).content ?? {})).toEqual(['text/plain']);
+    expect(Object.keys(responseOf('GET', '/', 200).content ?? {})).toEqual(['application/json', 'text/html']);
     expect(responseOf('GET', '/health/ready', 503).content?.['application/json'].schema).toEqual(ref('Readiness'));
     for (const name of ['BreakerEvent', 'PolicyEvent']) expect(document.components?.schemas?.[name]).toBeDefined();
   });
@@ -476,6 +479,10 @@ describe('OpenAPI document', () => {
     await call('GET', '/admin/v1/namespaces', {});
     await call('POST', '/admin/v1/{ns}/breakers/{dep}/reset', p);
     await call('GET', '/admin/v1/audit', {}, { query: { ns: 'docs' } });
+    const documents = await call('GET', '/admin/v1/{ns}/policies', p, { query: { limit: '2' } });
+    expect(documents.body.next).toBe('deps/payments-api');
+    await call('GET', '/admin/v1/{ns}/policies', p, { query: { cursor: documents.body.next } });
+    await call('GET', '/', {});
     await call('DELETE', policy, p, { headers: { 'if-match': '"999"' } });
     await call('DELETE', policy, p);
     await call('GET', '/health/live', {});

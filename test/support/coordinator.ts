@@ -22,6 +22,7 @@ export function testConfig(overrides: Partial<SluiceConfig> = {}): SluiceConfig 
     tokens: [],
     storeTimeoutMs: 200,
     logLevel: 'silent',
+    logFormat: 'json',
     maxDependenciesPerNamespace: 1000,
     keyPrefix: 'sluice',
     sseHeartbeatMs: 15_000,

@@ -9,7 +9,8 @@ export function jsonLines(value: unknown): string[] {
   return JSON.stringify(sortKeys(value), null, 2).split('\n');
 }
 
-function sortKeys(value: unknown): unknown {
+/** The same value with every object's keys in sorted order. */
+export function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value === null || typeof value !== 'object') return value;
   return Object.fromEntries(

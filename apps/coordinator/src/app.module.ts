@@ -11,6 +11,7 @@ import { CoreModule, type CoreModuleOptions } from './core.module';
 import { DeliveriesModule } from './deliveries/deliveries.module';
 import { EventsModule } from './events/events.module';
 import { HealthModule } from './health/health.module';
+import { HomeModule } from './home/home.module';
 import { IdempotencyModule } from './idempotency/idempotency.module';
 import { LimitsModule } from './limits/limits.module';
 import { MetricsModule } from './metrics/metrics.module';
@@ -37,6 +38,7 @@ export class AppModule {
         IdempotencyModule,
         DeliveriesModule,
         HealthModule,
+        HomeModule,
         MetricsModule,
       ],
       providers: [

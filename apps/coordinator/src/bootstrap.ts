@@ -25,7 +25,7 @@ export async function createCoordinator(
 ): Promise<NestFastifyApplication> {
   const verbose = config.logLevel === 'debug' || config.logLevel === 'trace';
   // One pino instance for Fastify and Nest; a request's own logger (request.log) carries its reqId.
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, config.logFormat);
   const adapter = createHttpAdapter(logger, verbose, config.tls);
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register({ config, policies }), adapter, {
     logger: new NestPinoLogger(logger),

@@ -158,9 +158,12 @@ function loadBootConfig(): BootConfig {
   return { config, policies };
 }
 
-/** Exit 78 (EX_CONFIG) with one JSON line naming every bad variable. */
+/** The log format before the configuration is read: `pretty` only when SLUICE_LOG_FORMAT says exactly that. */
+const bootLogger = () => createLogger('info', process.env.SLUICE_LOG_FORMAT === 'pretty' ? 'pretty' : 'json');
+
+/** Exit 78 (EX_CONFIG) with one log line (JSON by default) naming every bad variable. */
 function exitOnConfigError(error: ConfigError): never {
-  createLogger('info').fatal(
+  bootLogger().fatal(
     { context: 'Config', problems: error.problems },
     `invalid configuration: ${error.message}`,
   );
@@ -169,6 +172,6 @@ function exitOnConfigError(error: ConfigError): never {
 
 main().catch((error: unknown) => {
   if (error instanceof ConfigError) exitOnConfigError(error);
-  createLogger('info').fatal({ context: 'Sluice' }, `failed to start: ${(error as Error).stack ?? String(error)}`);
+  bootLogger().fatal({ context: 'Sluice' }, `failed to start: ${(error as Error).stack ?? String(error)}`);
   process.exit(1);
 });

@@ -1,4 +1,8 @@
-/** The admin API's lists and actions: /admin/v1/namespaces, /admin/v1/{ns}/breakers, /budgets, /admin/v1/audit. */
+/**
+ * The admin API's lists and actions: /admin/v1/namespaces, /admin/v1/{ns}/breakers, /budgets,
+ * /policies, /admin/v1/audit.
+ */
+import type { DependencyPolicyOverride, NamedLimitPolicy, QueuePolicyOverride } from './policy';
 import type { BreakerState } from './retry';
 
 /** A list answer: `{"items": […]}`. */
@@ -72,3 +76,22 @@ export interface AuditEntry {
 }
 
 export type AuditLog = ItemList<AuditEntry>;
+
+/** A stored policy document: a dependency's or the namespace default, a named limit's, a queue's. */
+export type PolicyDocument = DependencyPolicyOverride | NamedLimitPolicy | QueuePolicyOverride;
+
+/** One stored document of GET /admin/v1/{ns}/policies. */
+export interface PolicyDocumentItem {
+  /** Its path under `/admin/v1/{ns}/policies/` (POLICY_TARGET_PATTERN): `default`, `deps/payments-api`, … */
+  target: string;
+  /** Its version, as the document's own GET answers it (`"3"`): the `If-Match` of a change. */
+  etag: string;
+  document: PolicyDocument;
+}
+
+/** A page of GET /admin/v1/{ns}/policies, ordered by `target`. */
+export interface PolicyDocumentPage {
+  items: PolicyDocumentItem[];
+  /** The cursor of the next page; null on the last page. */
+  next: string | null;
+}

@@ -60,3 +60,6 @@ export const MAX_REASON_LENGTH = 500;
 
 /** The longest a forced breaker state may be asked to last (30 days), seconds. */
 export const MAX_FORCED_SECONDS = 30 * 24 * 60 * 60;
+
+/** Largest page of a namespace's policy documents (`GET /admin/v1/{ns}/policies`). */
+export const MAX_POLICY_PAGE = 1000;

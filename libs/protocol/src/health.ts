@@ -1,4 +1,4 @@
-/** GET /health/live and GET /health/ready. */
+/** GET /, GET /health/live and GET /health/ready. */
 
 export interface Health {
   status: 'ok';
@@ -14,4 +14,13 @@ export type StoreKind = (typeof STORE_KINDS)[number];
 export interface Readiness {
   status: ReadinessStatus;
   store: StoreKind;
+}
+
+/** GET / (asked for JSON): where the console and the API description are, as paths on this host. */
+export interface ServiceIndex {
+  service: 'sluice';
+  message: string;
+  console: string;
+  docs: string;
+  openapi: string;
 }

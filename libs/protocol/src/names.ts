@@ -4,6 +4,11 @@ import { MAX_EVENT_DEPENDENCIES } from './bounds';
 /** `{ns}`, `{dep}`, `{limit}`, `{queue}`. */
 const RESOURCE_NAME = '[a-z0-9][a-z0-9._-]{0,127}';
 export const RESOURCE_NAME_PATTERN = new RegExp(`^${RESOURCE_NAME}$`);
+/**
+ * A policy document's path under `/admin/v1/{ns}/policies/`: `default`, `deps/<dep>`,
+ * `limits/<limit>` or `queues/<queue>`.
+ */
+export const POLICY_TARGET_PATTERN = new RegExp(`^(?:default|(?:deps|limits|queues)/${RESOURCE_NAME})$`);
 /** `?deps=` of the event stream: 1 to MAX_EVENT_DEPENDENCIES comma-separated resource names. */
 export const DEPENDENCY_LIST_PATTERN = new RegExp(
   `^${RESOURCE_NAME}(,${RESOURCE_NAME}){0,${MAX_EVENT_DEPENDENCIES - 1}}$`,

@@ -3,6 +3,7 @@ import type { BreakerList, BudgetList, DependencyView, NamespaceList } from '@sl
 import type { AdminClient } from '../admin-client';
 import { segment, withContext } from '../context';
 import { fields, instant, print, table } from '../output';
+import { policyText } from './policy';
 
 /** One row of `sluice deps`: a dependency's breaker and retry budget. */
 export interface DependencyRow {
@@ -54,7 +55,10 @@ export function registerDependencies(program: Command): void {
 
   program
     .command('dep')
-    .description('show one dependency as the fleet sees it: breaker, budget, reporters, latency, effective policy')
+    .description(
+      'show one dependency as the fleet sees it: breaker, budget, reporters, latency, and the whole policy in ' +
+        'effect (mode, retry budget, backoff, breaker, rate and concurrency limits), as `policy get` prints it',
+    )
     .argument('<ns>', 'the namespace')
     .argument('<dep>', 'the dependency')
     .action(
@@ -62,27 +66,33 @@ export function registerDependencies(program: Command): void {
         const view = await client.get<DependencyView>(`v1/${segment(ns)}/deps/${segment(dep)}`);
         const { breaker, budget, latency } = view;
         print(output, view, () =>
-          fields([
-            ['dependency', `${view.namespace}/${view.dependency}`],
-            ['breaker', breaker.state],
-            ['since', instant(breaker.since)],
-            ['until', instant(breaker.openUntil)],
-            ['reason', breaker.reason],
-            ['calls', `${breaker.calls} (failed ${percent(breaker.failureRate)}, slow ${percent(breaker.slowRate)})`],
-            ['retries', `${budget.retries}/${budget.limit} in ${budget.windowSeconds} s (${budget.requests} requests)`],
-            ['budget', `${budget.mode}: ${budget.retriesSucceeded} succeeded, cap ${budget.cap}`],
-            ['reporters', String(view.reporters)],
-            [
-              'limits hold',
-              `${view.usage.leases} leases` +
-                (view.usage.rateRemaining === null ? '' : `, ${view.usage.rateRemaining} of the rate burst left`),
-            ],
-            [
-              'latency',
-              `p50 ${ms(latency.p50)}, p95 ${ms(latency.p95)}, p99 ${ms(latency.p99)} (${latency.count} calls)`,
-            ],
-            ['mode', view.policy.mode],
-          ]),
+          [
+            fields([
+              ['dependency', `${view.namespace}/${view.dependency}`],
+              ['breaker', breaker.state],
+              ['since', instant(breaker.since)],
+              ['until', instant(breaker.openUntil)],
+              ['reason', breaker.reason],
+              ['calls', `${breaker.calls} (failed ${percent(breaker.failureRate)}, slow ${percent(breaker.slowRate)})`],
+              [
+                'retries',
+                `${budget.retries}/${budget.limit} in ${budget.windowSeconds} s (${budget.requests} requests)`,
+              ],
+              ['budget', `${budget.mode}: ${budget.retriesSucceeded} succeeded, cap ${budget.cap}`],
+              ['reporters', String(view.reporters)],
+              [
+                'limits hold',
+                `${view.usage.leases} leases` +
+                  (view.usage.rateRemaining === null ? '' : `, ${view.usage.rateRemaining} of the rate burst left`),
+              ],
+              [
+                'latency',
+                `p50 ${ms(latency.p50)}, p95 ${ms(latency.p95)}, p99 ${ms(latency.p99)} (${latency.count} calls)`,
+              ],
+            ]),
+            'policy in effect (its own document, over the namespace default, over the defaults):',
+            policyText(view.policy),
+          ].join('\n'),
         );
       }),
     );

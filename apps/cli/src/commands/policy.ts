@@ -1,11 +1,12 @@
-import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { DependencyView } from '@sluice/protocol';
 import type { AdminClient } from '../admin-client';
 import { CliError, usageError } from '../cli-error';
 import { segment, withContext } from '../context';
+import { readInput } from '../input-file';
 import { diffLines, diffText, jsonLines, type DiffLine } from '../json-diff';
 import { print } from '../output';
+import { registerPolicyTransfer } from './policy-transfer';
 
 /** A stored policy document and its version. */
 export interface StoredPolicy {
@@ -17,7 +18,10 @@ const TARGET_HELP =
   '`default`, `deps/<dep>`, `limits/<limit>` or `queues/<queue>` (a bare name is a dependency: `payments-api`)';
 const TARGET = /^(default|(deps|limits|queues)\/[^/]+)$/;
 
-/** `sluice policy get|put|diff <ns> <target>`: the namespace's stored policy documents, with ETags. */
+/**
+ * `sluice policy get|put|diff <ns> <target>`: the namespace's stored policy documents, with ETags;
+ * `sluice policy export|import`: all of them as a policies file (policy-transfer.ts).
+ */
 export function registerPolicy(program: Command): void {
   const policy = program
     .command('policy')
@@ -32,7 +36,7 @@ export function registerPolicy(program: Command): void {
       withContext(async ({ client, output }, ns: string, target: string) => {
         const stored = await read(client, ns, target);
         if (stored) {
-          print(output, stored, () => `ETag ${stored.etag}\n${jsonLines(stored.document).join('\n')}`);
+          print(output, stored, () => `ETag ${stored.etag}\n${policyText(stored.document)}`);
           return;
         }
         // Nothing stored is not an error: a dependency then follows the defaults, shown as in effect.
@@ -44,7 +48,7 @@ export function registerPolicy(program: Command): void {
         print(output, { etag: null, document: null, effective }, () =>
           effective
             ? `namespace ${ns} stores no document for ${path}: it follows the defaults. In effect:\n` +
-              jsonLines(effective).join('\n')
+              policyText(effective)
             : `namespace ${ns} stores no document for ${path}`,
         );
       }),
@@ -100,6 +104,8 @@ export function registerPolicy(program: Command): void {
         );
       }),
     );
+
+  registerPolicyTransfer(policy);
 }
 
 /** The target's path under `…/policies/`: `default` or `<kind>/<name>`. */
@@ -117,18 +123,16 @@ async function read(client: AdminClient, ns: string, target: string): Promise<St
 }
 
 function readDocument(file: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(file === '-' ? 0 : file, 'utf8');
-  } catch (error) {
-    throw usageError(`cannot read ${file}: ${(error as Error).message}`);
-  }
+  const text = readInput(file);
   try {
     return JSON.parse(text);
   } catch (error) {
     throw usageError(`${file} is not JSON: ${(error as Error).message}`);
   }
 }
+
+/** A policy (a document, or the one in effect) as `policy get` prints it: its JSON, keys sorted. */
+export const policyText = (policy: unknown): string => jsonLines(policy).join('\n');
 
 const quoted = (etag: string) => (etag.startsWith('"') || etag.startsWith('W/') ? etag : `"${etag}"`);
 

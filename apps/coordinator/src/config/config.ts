@@ -8,6 +8,9 @@ import { parseTokens, readTokensFile, type TokenDefinition } from './tokens';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+/** `json`: one JSON object a line, for log collectors (the default); `pretty`: one readable line, for a terminal. */
+export const LOG_FORMATS = ['json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /** The service's configuration, validated at boot. */
 export interface SluiceConfig {
@@ -22,6 +25,7 @@ export interface SluiceConfig {
   policiesFile?: string;
   storeTimeoutMs: number;
   logLevel: LogLevel;
+  logFormat: LogFormat;
   maxDependenciesPerNamespace: number;
   /** First part of every Redis key; lets several deployments share one Redis. */
   keyPrefix: string;
@@ -86,6 +90,10 @@ class Environment {
   SLUICE_LOG_LEVEL?: LogLevel;
 
   @IsOptional()
+  @IsIn(LOG_FORMATS, { message: `must be one of ${LOG_FORMATS.join(', ')}` })
+  SLUICE_LOG_FORMAT?: LogFormat;
+
+  @IsOptional()
   @WholeNumber(1, 1_000_000)
   SLUICE_MAX_DEPENDENCIES_PER_NAMESPACE?: number;
 
@@ -133,6 +141,7 @@ const VARIABLE_NAMES = [
   'SLUICE_POLICIES_FILE',
   'SLUICE_STORE_TIMEOUT_MS',
   'SLUICE_LOG_LEVEL',
+  'SLUICE_LOG_FORMAT',
   'SLUICE_MAX_DEPENDENCIES_PER_NAMESPACE',
   'SLUICE_KEY_PREFIX',
   'SLUICE_SSE_HEARTBEAT_MS',
@@ -215,6 +224,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SluiceConfig {
     policiesFile: environment.SLUICE_POLICIES_FILE,
     storeTimeoutMs: environment.SLUICE_STORE_TIMEOUT_MS ?? 50,
     logLevel: environment.SLUICE_LOG_LEVEL ?? 'info',
+    logFormat: environment.SLUICE_LOG_FORMAT ?? 'json',
     maxDependenciesPerNamespace: environment.SLUICE_MAX_DEPENDENCIES_PER_NAMESPACE ?? 1000,
     keyPrefix: environment.SLUICE_KEY_PREFIX ?? 'sluice',
     sseHeartbeatMs: environment.SLUICE_SSE_HEARTBEAT_MS ?? 15_000,

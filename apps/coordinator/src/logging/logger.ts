@@ -1,13 +1,15 @@
 import type { LoggerService } from '@nestjs/common';
-import pino, { type DestinationStream, type Logger } from 'pino';
-import type { LogLevel } from '../config/config';
+import pino, { type Logger } from 'pino';
+import type { LogFormat, LogLevel } from '../config/config';
+import { prettyDestination } from './pretty';
 
 /**
  * The process's one pino instance: Fastify's (its request loggers are children of it, carrying
- * `reqId`) and, through {@link NestPinoLogger}, Nest's. One JSON object per line on stdout.
+ * `reqId`) and, through {@link NestPinoLogger}, Nest's. One JSON object per line on stdout, or with
+ * format `pretty` one readable line (pretty.ts).
  */
-export function createLogger(level: LogLevel, destination?: DestinationStream): Logger {
-  return destination ? pino({ level }, destination) : pino({ level });
+export function createLogger(level: LogLevel, format: LogFormat = 'json'): Logger {
+  return format === 'pretty' ? pino({ level }, prettyDestination()) : pino({ level });
 }
 
 type Level = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';

@@ -45,10 +45,14 @@ import {
   type LeaseRenewal,
   type NamespaceItem,
   type NamespaceList,
+  type PolicyDocument,
+  type PolicyDocumentItem,
+  type PolicyDocumentPage,
   type PolicyEvent,
   type ProbeGrant,
   type RateLimitPolicy,
   type Readiness,
+  type ServiceIndex,
   type ReportResponse,
   type ReportedDependency,
   type RetryBatchDecision,
@@ -61,6 +65,7 @@ import {
   anyValue,
   arrayOf,
   boolean,
+  componentRef,
   componentRefs,
   instant,
   integer,
@@ -71,6 +76,7 @@ import {
   optional,
   recordOf,
   string,
+  type Described,
   type DescribedObject,
   type PropertiesOf,
 } from './schema-helpers';
@@ -123,10 +129,13 @@ export interface ResponseComponents {
   BudgetList: BudgetList;
   AuditEntry: AuditEntry;
   AuditLog: AuditLog;
+  PolicyDocumentItem: PolicyDocumentItem;
+  PolicyDocumentPage: PolicyDocumentPage;
   BreakerEvent: BreakerEvent;
   PolicyEvent: PolicyEvent;
   Health: Health;
   Readiness: Readiness;
+  ServiceIndex: ServiceIndex;
 }
 
 const { ref, nullableRef } = componentRefs<ResponseComponents>();
@@ -508,6 +517,29 @@ const AuditLogSchema = objectSchema<AuditLog>({
   items: arrayOf(ref('AuditEntry'), 'The latest entries, oldest first.'),
 });
 
+/** A stored document, whose schema is its kind's: the documents' request schemas (the DTOs). */
+const policyDocument = (description: string) =>
+  ({
+    description,
+    anyOf: ['DependencyPolicyDto', 'NamedLimitPolicyDto', 'QueuePolicyDto'].map(componentRef),
+  }) as Described<PolicyDocument>;
+
+const PolicyDocumentItemSchema = objectSchema<PolicyDocumentItem>({
+  target: string(
+    'Its path under `/admin/v1/{ns}/policies/`: `default`, `deps/{dep}`, `limits/{limit}` or `queues/{queue}`.',
+  ),
+  etag: string('Its version, as its own GET answers it in `ETag` (`"3"`): the `If-Match` of a change.'),
+  document: policyDocument(
+    'The document as stored: a DependencyPolicyDto for `default` and `deps/…`, a NamedLimitPolicyDto for ' +
+      '`limits/…`, a QueuePolicyDto for `queues/…`.',
+  ),
+});
+
+const PolicyDocumentPageSchema = objectSchema<PolicyDocumentPage>({
+  items: arrayOf(ref('PolicyDocumentItem'), 'Ordered by `target`.'),
+  next: string('The `cursor` of the next page; null on the last page.', { nullable: true }),
+});
+
 /** Server-Sent Events `data` of GET /v1/{ns}/events, for SDK generators (SSE has no OpenAPI 3.0 form). */
 const BreakerEventSchema = objectSchema<BreakerEvent>(
   {
@@ -535,6 +567,14 @@ const ReadinessSchema = objectSchema<Readiness>({
   store: string('The store: `memory` (embedded, single process) or `redis` (a server or a Cluster).', {
     enum: STORE_KINDS,
   }),
+});
+
+const ServiceIndexSchema = objectSchema<ServiceIndex>({
+  service: string(undefined, { enum: ['sluice'] }),
+  message: string('Where to go, in a sentence.'),
+  console: string('The operators\u2019 web console, a path on this host.'),
+  docs: string('The API documentation (Swagger UI), a path on this host.'),
+  openapi: string('The OpenAPI document, a path on this host.'),
 });
 
 /** Every response schema, by component name. */
@@ -577,10 +617,13 @@ export const RESPONSE_SCHEMAS: { [K in keyof ResponseComponents]: DescribedObjec
   BudgetList: BudgetListSchema,
   AuditEntry: AuditEntrySchema,
   AuditLog: AuditLogSchema,
+  PolicyDocumentItem: PolicyDocumentItemSchema,
+  PolicyDocumentPage: PolicyDocumentPageSchema,
   BreakerEvent: BreakerEventSchema,
   PolicyEvent: PolicyEventSchema,
   Health: HealthSchema,
   Readiness: ReadinessSchema,
+  ServiceIndex: ServiceIndexSchema,
 };
 
 /** The same, as the document holds them. */

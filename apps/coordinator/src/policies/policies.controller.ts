@@ -1,8 +1,10 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Put, Query, UseInterceptors } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
+import type { PolicyDocumentPage } from '@sluice/protocol';
 import { Actor } from '../auth/actor.decorator';
 import type { Principal } from '../auth/token-registry';
 import { DependencyParams, LimitParams, NamespaceParams, QueueParams } from '../common/params.dto';
+import { AdminRoute } from '../http/routes';
 import { policyRoutes } from '../openapi/policy-routes';
 import { TAGS } from '../openapi/tags';
 import { PolicyAdminService } from './policy-admin.service';
@@ -10,7 +12,7 @@ import { DependencyPolicyDto, QueuePolicyDto, NamedLimitPolicyDto } from './poli
 import { PolicyDocumentInterceptor } from './policy-document.interceptor';
 import { WritePrecondition, type Precondition } from './policy-preconditions';
 import type { PolicyTarget, VersionedPolicy } from './policy-target';
-import { PolicyChangeQuery } from './policies.dto';
+import { PolicyChangeQuery, PolicyPageQuery } from './policies.dto';
 
 const DEFAULT = policyRoutes({
   name: 'DefaultPolicy',
@@ -61,6 +63,21 @@ const QUEUE = policyRoutes({
 @Controller('admin/v1/:ns/policies')
 export class PoliciesController {
   constructor(private readonly policies: PolicyAdminService) {}
+
+  @Get()
+  @AdminRoute({
+    operationId: 'listPolicies',
+    summary: 'List the namespace\u2019s policy documents',
+    description:
+      'Every stored document of the namespace (its default, and those of its dependencies, named limits and ' +
+      'queues) with its `ETag`, ordered by `target`, a page at a time: pass the answer\u2019s `next` as `cursor` ' +
+      'for the next page. A page is read as one snapshot; a document changed between pages is seen as it is ' +
+      'when its page is read. Dependencies that follow the defaults have no document.',
+    responses: [{ status: 200, description: 'A page of documents.', schema: 'PolicyDocumentPage' }],
+  })
+  list(@Param() params: NamespaceParams, @Query() query: PolicyPageQuery): Promise<PolicyDocumentPage> {
+    return this.policies.list(params.ns, query);
+  }
 
   @Get('default')
   @DEFAULT.read

@@ -1,5 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { mergeDependencyPolicy, type DependencyPolicyOverride } from '@sluice/protocol';
+import {
+  mergeDependencyPolicy,
+  type DependencyPolicyOverride,
+  type PolicyDocument,
+  type PolicyDocumentPage,
+} from '@sluice/protocol';
 import type { PolicyWriteCondition, PolicyWriteOutcome, Store, StoredPolicy } from '@sluice/store';
 import { AuditService } from '../audit/audit.service';
 import type { Principal } from '../auth/token-registry';
@@ -17,6 +22,9 @@ export interface PolicyChange {
   precondition: Precondition;
   reason?: string;
 }
+
+/** Documents in a page of the list when the caller asks for no size. */
+const DEFAULT_PAGE_SIZE = 100;
 
 /** A write whose precondition needs the current version (`If-Match: *` or a list) is retried this often on a race. */
 const CONDITIONAL_WRITE_ATTEMPTS = 3;
@@ -38,6 +46,24 @@ export class PolicyAdminService {
     const stored = find(await this.store.readPolicies(target.namespace), target);
     if (!stored) throw notFound(target);
     return new VersionedPolicy(stored.version, stored.document);
+  }
+
+  /**
+   * A page of the namespace's documents in the order of their targets (`default`, `deps/…`,
+   * `limits/…`, `queues/…`), those after `cursor` (the last target of the previous page).
+   */
+  async list(namespace: string, page: { limit?: number; cursor?: string }): Promise<PolicyDocumentPage> {
+    const limit = page.limit ?? DEFAULT_PAGE_SIZE;
+    const after = (await this.store.readPolicies(namespace))
+      .map((stored) => ({ target: policyTargetLabel(stored), stored }))
+      .filter(({ target }) => page.cursor === undefined || target > page.cursor)
+      .sort((a, b) => (a.target < b.target ? -1 : 1));
+    const items = after.slice(0, limit).map(({ target, stored }) => ({
+      target,
+      etag: new VersionedPolicy(stored.version, stored.document).etag,
+      document: stored.document as PolicyDocument,
+    }));
+    return { items, next: after.length > limit ? items[items.length - 1].target : null };
   }
 
   /** Validates and stores `document` (as sent: omitted fields take the defaults when it is used). */
