@@ -52,8 +52,6 @@ export function deadLetterQueuePage(
   if (!index) return { items: [], next: null };
   forgetStale(index, now, page.retentionMs);
   const names = [...index.keys()].filter((queue) => page.after === undefined || queue > page.after).sort();
-  const items = names
-    .slice(0, page.limit)
-    .map((queue) => ({ queue, lastDeadLetteredAt: index.get(queue) ?? 0 }));
+  const items = names.slice(0, page.limit).map((queue) => ({ queue, lastDeadLetteredAt: index.get(queue) ?? 0 }));
   return { items, next: names.length > page.limit ? (items.at(-1)?.queue ?? null) : null };
 }

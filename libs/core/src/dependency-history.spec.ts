@@ -16,7 +16,8 @@ describe('a dependency’s history ring', () => {
 
   it('never holds more than its slots, and reads no step ahead of the clock (a step back)', () => {
     const ring: HistoryRing = new Map();
-    for (let i = 0; i < 3 * HISTORY_STEPS; i++) recordHistory(ring, 1_700_000_000 + i * 10, outcomes(i), BUDGET, 'closed');
+    for (let i = 0; i < 3 * HISTORY_STEPS; i++)
+      recordHistory(ring, 1_700_000_000 + i * 10, outcomes(i), BUDGET, 'closed');
     expect(ring.size).toBe(HISTORY_STEPS);
     const last = 1_700_000_000 + (3 * HISTORY_STEPS - 1) * 10;
     expect(readHistory(ring, last)).toHaveLength(HISTORY_STEPS);

@@ -48,7 +48,14 @@ export function describeHistoryConformance(label: string, open: () => Promise<St
       for (const step of steps) expect(step.at % STEP_MS).toBe(0);
       const last = steps[steps.length - 1];
       // limit = floor(0.2 × 50 + 1 × 10) = 20; a fixed budget's cap is its limit.
-      expect(last.budget).toEqual({ retries: 3, retriesSucceeded: 0, requests: 50, limit: 20, cap: 20, windowSeconds: 10 });
+      expect(last.budget).toEqual({
+        retries: 3,
+        retriesSucceeded: 0,
+        requests: 50,
+        limit: 20,
+        cap: 20,
+        windowSeconds: 10,
+      });
       expect(last.state).toBe('open');
       const totals = steps.reduce(
         (sum, step) => ({

@@ -94,7 +94,11 @@ describe('RedisStore keys', () => {
         await client.hset(key, slot, value);
       }
       await client.hset(key, 'ahead', JSON.stringify([historyStepStart(now) + 60, 1, 1, 0, 0, 0, 0, 0, 0, 10, 'open']));
-      await client.hset(key, 'old', JSON.stringify([historyStepStart(now) - HISTORY_STEPS * 10, 1, 9, 0, 0, 0, 0, 0, 0, 10, 'open']));
+      await client.hset(
+        key,
+        'old',
+        JSON.stringify([historyStepStart(now) - HISTORY_STEPS * 10, 1, 9, 0, 0, 0, 0, 0, 0, 10, 'open']),
+      );
       const steps = await store.readHistory(ref);
       // A second may pass between the writes and the read: the step 89 ago may just have aged out.
       const after = await redisSecond();

@@ -5,6 +5,7 @@ import { JSONSchema } from 'class-validator-jsonschema';
 import {
   IDEMPOTENCY_KEY_PATTERN,
   MAX_DEAD_LETTER_PAGE,
+  RESOURCE_NAME_PATTERN,
   MAX_DELIVERY_ATTEMPT,
   MAX_DELIVERY_ERROR_LENGTH,
   MAX_PAYLOAD_BYTES,
@@ -75,5 +76,21 @@ export class DeadLetterPageQuery {
   @IsOptional()
   @Matches(/^\d{1,15}$/, { message: 'must be the next cursor of a previous page' })
   @JSONSchema({ description: 'The `next` of the previous page; absent: the first page.' })
+  cursor?: string;
+}
+
+export class QueuePageQuery {
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(MAX_DEAD_LETTER_PAGE)
+  @JSONSchema({ description: 'Page size.', default: 100 })
+  limit?: number;
+
+  /** The `next` of the previous page. */
+  @IsOptional()
+  @Matches(RESOURCE_NAME_PATTERN, { message: 'must be the next cursor of a previous page' })
+  @JSONSchema({ description: 'The `next` of the previous page (the last queue it listed); absent: the first page.' })
   cursor?: string;
 }

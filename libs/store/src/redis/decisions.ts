@@ -18,7 +18,12 @@ function admissionPolicy({ breaker, rateLimit, concurrency }: AdmitRequest): str
 }
 
 /** The budget's rule as record_outcomes-8.lua reads it: every field given, the defaults filled in. */
-function budgetRuleOf(policy: OutcomePolicy): { mode: string; ratio: number; maxRatio: number; minRetriesPerSecond: number } {
+function budgetRuleOf(policy: OutcomePolicy): {
+  mode: string;
+  ratio: number;
+  maxRatio: number;
+  minRetriesPerSecond: number;
+} {
   const budget = outcomeBudgetPolicy(policy);
   const [mode, maxRatio] = budgetModeArgs(budget);
   return { mode, ratio: budget.ratio, maxRatio, minRetriesPerSecond: budget.minRetriesPerSecond };
