@@ -63,7 +63,8 @@ export class DeliveryAckDto implements DeliveryAckRequest {
   messageId!: string;
 }
 
-export class DeadLetterPageQuery {
+/** The page size of the dead-letter lists. */
+class PageSizeQuery {
   @IsOptional()
   @Type(() => Number)
   @IsInt()
@@ -71,7 +72,9 @@ export class DeadLetterPageQuery {
   @Max(MAX_DEAD_LETTER_PAGE)
   @JSONSchema({ description: 'Page size.', default: 100 })
   limit?: number;
+}
 
+export class DeadLetterPageQuery extends PageSizeQuery {
   /** The `next` of the previous page. */
   @IsOptional()
   @Matches(/^\d{1,15}$/, { message: 'must be the next cursor of a previous page' })
@@ -79,15 +82,7 @@ export class DeadLetterPageQuery {
   cursor?: string;
 }
 
-export class QueuePageQuery {
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(MAX_DEAD_LETTER_PAGE)
-  @JSONSchema({ description: 'Page size.', default: 100 })
-  limit?: number;
-
+export class QueuePageQuery extends PageSizeQuery {
   /** The `next` of the previous page. */
   @IsOptional()
   @Matches(RESOURCE_NAME_PATTERN, { message: 'must be the next cursor of a previous page' })
