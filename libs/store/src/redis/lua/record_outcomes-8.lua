@@ -129,7 +129,8 @@ local reporters = rcall('ZCARD', KEYS[7])
 
 local rule = options.budget
 local budgetRule = budgetPolicy(rule.mode, rule.ratio, rule.maxRatio, rule.minRetriesPerSecond, budgetWindow)
-local counts = windowSum(KEYS[1], BUDGET_FIELDS, second, budgetWindow)
+-- The budget window was pruned at this second above.
+local counts = windowTotals(KEYS[1], BUDGET_FIELDS)
 historyRecord(KEYS[8], second, successes, failures, slow, {
   counts[2], counts[3], counts[1], budgetPolicyLimit(budgetRule, counts[1]), budgetCap(budgetRule, counts[1]), budgetWindow,
 }, breaker.state)
