@@ -13,11 +13,28 @@ let remaining: (at: number, now: number) => string;
 type Row = { dependency: string; breaker: { state: string }; view?: { budget: { retries: number; limit: number } } };
 let incidentSummary: (rows: Row[]) => string;
 let urgency: (row: Row) => number;
+let forcedFor: (entry: { action: string; durationMs?: number | null; endsAt?: number | null }) => string | null;
+type Reading = { at: number; budgetUse: number | null; failureRate: number | null; state: string };
+let chartData: (input: {
+  history: Reading[];
+  samples: Reading[];
+  breaker?: { state: string; since: number | null };
+  now: number;
+}) => {
+  from: number;
+  spanMs: number;
+  readings: Array<Reading & { live: boolean }>;
+  lines: Record<'budgetUse' | 'failureRate', Reading[][]>;
+  states: Array<{ from: number; to: number; state: string }>;
+};
 
 beforeAll(async () => {
   ({ createSseParser } = await import(`${CONSOLE}/events.js`));
   ({ diffLines } = await import(`${CONSOLE}/diff.js`));
-  ({ parseDuration, budgetUse, isExhausted, clock, dateTime, remaining } = await import(`${CONSOLE}/format.js`));
+  ({ parseDuration, budgetUse, isExhausted, clock, dateTime, remaining, forcedFor } = await import(
+    `${CONSOLE}/format.js`
+  ));
+  ({ chartData } = await import(`${CONSOLE}/chart-data.js`));
   ({ incidentSummary, urgency } = await import(`${CONSOLE}/incident.js`));
 });
 
@@ -130,5 +147,63 @@ describe('the fleet page’s incident summary and order', () => {
     expect(incidentSummary([row('a', 'closed'), row('b', 'closed')])).toBe(
       'All 2 breakers closed, no budget exhausted.',
     );
+  });
+});
+
+describe('the console’s audit of a forced state', () => {
+  it('says how long a trip or force-close lasts and until when, or that it lasts until reset', () => {
+    const endsAt = Date.UTC(2026, 11, 3, 14, 55, 1);
+    expect(forcedFor({ action: 'breaker.trip', durationMs: 600_000, endsAt })).toBe('for 10 m, until 14:55:01Z');
+    expect(forcedFor({ action: 'breaker.force_close', durationMs: 90_000, endsAt })).toBe(
+      'for 1 m 30 s, until 14:55:01Z',
+    );
+    expect(forcedFor({ action: 'breaker.trip', durationMs: null, endsAt: null })).toBe('until reset');
+    expect(forcedFor({ action: 'policy.put', durationMs: null, endsAt: null })).toBeNull();
+  });
+});
+
+describe('the dependency chart’s readings', () => {
+  const now = Date.UTC(2026, 11, 3, 14, 45, 0);
+  const reading = (ago: number, state = 'closed', failureRate: number | null = 0) => ({
+    at: now - ago,
+    budgetUse: 0.1,
+    failureRate,
+    state,
+  });
+
+  it('draws the history before the page’s first reading, then the page’s readings, over up to 15 minutes', () => {
+    const history = [
+      reading(20 * 60_000),
+      reading(600_000),
+      reading(590_000, 'closed', null),
+      reading(60_000, 'open', 0.9),
+      reading(3000),
+    ];
+    const samples = [reading(4000, 'open', null), reading(2000, 'open', 0.7)];
+    const data = chartData({ history, samples, breaker: { state: 'open', since: now - 65_000 }, now });
+    // 15 minutes at most: the step of 20 minutes ago is not drawn; the history's step after the page's first reading neither.
+    expect(data.spanMs).toBe(15 * 60_000);
+    expect(data.readings.map((r) => [now - r.at, r.live])).toEqual([
+      [600_000, false],
+      [590_000, false],
+      [60_000, false],
+      [4000, true],
+      [2000, true],
+    ]);
+    // Broken where nothing was reported for more than 25 s, and where nothing was measured.
+    const runs = (key: 'budgetUse' | 'failureRate') => data.lines[key].map((run) => run.map((r) => now - r.at));
+    expect(runs('budgetUse')).toEqual([[600_000, 590_000], [60_000], [4000, 2000]]);
+    expect(runs('failureRate')).toEqual([[600_000], [60_000], [2000]]);
+    // The breaker's state: closed as read, then open since it opened, as the breaker says.
+    expect(data.states).toEqual([
+      { from: now - 600_000, to: now - 65_000, state: 'closed' },
+      { from: now - 65_000, to: now, state: 'open' },
+    ]);
+  });
+
+  it('spans a minute at least, and draws the state the breaker is in without any reading', () => {
+    const data = chartData({ history: [], samples: [], breaker: { state: 'forced_open', since: now - 3600_000 }, now });
+    expect(data.spanMs).toBe(60_000);
+    expect(data.states).toEqual([{ from: now - 60_000, to: now, state: 'forced_open' }]);
   });
 });

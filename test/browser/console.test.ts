@@ -5,6 +5,8 @@ import type { Browser, Page } from 'playwright-core';
 import { startCoordinatorProcess, type CoordinatorProcess } from '../support/coordinator-process';
 import { findFreePorts } from '../support/ports';
 import { RedisServerProcess } from '../support/redis-server';
+import type { TokenDefinition } from '../../apps/coordinator/src/config/tokens';
+import { testCoordinator } from '../support/test-coordinator';
 import { launchBrowser, openTab, screenshot } from './support/browser';
 import { SdkCaller } from './support/sdk-caller';
 
@@ -149,6 +151,10 @@ describe('the console at /console', () => {
     await pageB.evaluate(() => ((globalThis as unknown as PageGlobals).notReloaded = true));
     await row(pageA, 'payments-api').getByRole('link', { name: 'payments-api' }).click();
     await pageA.getByRole('heading', { name: 'shop / payments-api' }).waitFor();
+    // The chart starts with what the coordinators' store kept of the SDK process's reports before the page opened.
+    await pageA
+      .locator('figure.chart figcaption', { hasText: 'From the coordinator’s history' })
+      .waitFor({ timeout: UI_TIMEOUT_MS });
     // The reason is required: the trip is refused in the page, before any dialog.
     await pageA.getByRole('button', { name: 'Trip (force open)' }).click();
     await pageA.getByText('A reason is required.').waitFor();
@@ -180,7 +186,6 @@ describe('the console at /console', () => {
     expect(await pageB.locator('table.data tbody tr').first().getAttribute('data-key')).toBe('payments-api');
     expect(await pageB.locator('.fleet .status').innerText()).toMatch(/refreshed \d\d:\d\d:\d\dZ$/);
     expect(await pageB.evaluate(() => (globalThis as unknown as PageGlobals).notReloaded)).toBe(true);
-    await screenshot(pageA, 'dependency');
     await screenshot(pageB, 'fleet-forced-open');
 
     // Reset, so the rest runs on a closed breaker.
@@ -191,6 +196,90 @@ describe('the console at /console', () => {
       .click();
     await pageA.getByRole('status').filter({ hasText: 'breaker.reset' }).waitFor({ timeout: UI_TIMEOUT_MS });
     await stateOnB.filter({ hasText: /^closed/ }).waitFor({ timeout: UI_TIMEOUT_MS });
+  });
+
+  it('opened mid-incident, the dependency page draws the minutes before it opened, and the trip after', async () => {
+    // A coordinator of its own on the embedded store, whose clock the test steps through the last
+    // 12 minutes of an incident (a report every 10 s), then leaves on the real time.
+    const clock = { offsetMs: -12 * 60_000, now: () => Date.now() + clock.offsetMs };
+    const incident = await testCoordinator({
+      listen: true,
+      storeClock: clock,
+      config: { tokens: TOKENS as TokenDefinition[] },
+      policies: {
+        namespaces: {
+          shop: {
+            dependencies: {
+              'payments-api': {
+                retryBudget: { ratio: 0.1, minRetriesPerSecond: 1 },
+                breaker: { failureRateThreshold: 0.5, minimumCalls: 20, openMs: 300_000 },
+              },
+            },
+          },
+        },
+      },
+    });
+    try {
+      for (let step = 0; clock.offsetMs < 0; step++) {
+        // Calm (a few failures and retries), then failures and retries climb over the last five
+        // minutes until the breaker opens; then the callers, refused, call and retry little.
+        const worse = Math.max(0, step - 42) / 30;
+        const wobble = (step * 7) % 4;
+        const requests = worse < 0.85 ? 100 : 15;
+        const failures = Math.min(requests, Math.round(requests * (0.01 + worse * 0.62)) + wobble);
+        const retries = worse < 0.85 ? Math.min(20, 1 + ((step * 5) % 3) + Math.round(worse * 22)) : 0;
+        const response = await fetch(`${incident.url}/v1/shop/reports`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${CLIENT}`, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            reporter: 'checkout-7f9c',
+            deps: [{ dep: 'payments-api', requests, successes: requests - failures, failures, slow: 0, retries }],
+          }),
+        });
+        expect(response.status).toBe(200);
+        clock.offsetMs = Math.min(0, clock.offsetMs + 10_000);
+      }
+      const page = await openTab(browser!);
+      page.on('pageerror', (error) => pageErrors.push(error.message));
+      try {
+        // Signed in on the dependency's own address: the page it shows first.
+        await page.goto(`${incident.url}/console/#/deps/shop/payments-api`);
+        await page.getByLabel('Admin token').fill(ADMIN);
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        const caption = page.locator('figure.chart figcaption');
+        await caption.filter({ hasText: 'Over the last 12 min' }).waitFor({ timeout: UI_TIMEOUT_MS });
+        expect(await caption.innerText()).toContain('From the coordinator’s history');
+        // The band beneath the lines: closed for minutes, then open.
+        const band = page.locator('figure.chart rect.band');
+        expect(await band.evaluateAll((rects) => rects.map((rect) => rect.getAttribute('class')))).toEqual([
+          'band state-closed',
+          'band state-open',
+        ]);
+        await page.getByLabel('Reason').fill('payments provider outage, INC-4711');
+        await page.getByLabel('Duration').fill('30m');
+        await page.getByRole('button', { name: 'Trip (force open)' }).click();
+        await page
+          .getByRole('dialog', { name: 'Trip payments-api?' })
+          .getByRole('button', { name: 'Trip', exact: true })
+          .click();
+        const done = page.getByRole('status').filter({ hasText: 'Audit:' });
+        await done.waitFor({ timeout: UI_TIMEOUT_MS });
+        // The audit entry says how long the trip lasts.
+        expect(await done.innerText()).toMatch(
+          /breaker\.trip · shop\/payments-api · “payments provider outage, INC-4711” · for 30 m, until \d\d:\d\d:\d\dZ/,
+        );
+        await page
+          .locator('figure.chart rect.band.state-forced_open')
+          .waitFor({ state: 'attached', timeout: UI_TIMEOUT_MS });
+        // A few live readings after the trip, then the picture for docs/console.md.
+        await new Promise((resolve) => setTimeout(resolve, 4500));
+        await screenshot(page, 'dependency');
+      } finally {
+        await page.context().close();
+      }
+    } finally {
+      await incident.close();
+    }
   });
 
   it('asks before keeping a trip of a dependency nobody calls (known: false)', async () => {
@@ -217,6 +306,22 @@ describe('the console at /console', () => {
       items: Array<{ dependency: string; state: string }>;
     };
     expect(breakers.items.find((item) => item.dependency === 'pricing-apii')?.state).toBe('closed');
+  });
+
+  it('opens the Policies page on a dependency’s policy in effect, and the namespace default on links to them', async () => {
+    await pageA.goto(`${a.url}/console/#/fleet/shop`);
+    await pageA.getByRole('navigation').getByRole('link', { name: 'Policies' }).click();
+    // Nothing chosen: the first dependency of the first namespace, with the policy in effect for it.
+    await pageA.getByRole('heading', { name: 'shop · dependency inventory' }).waitFor({ timeout: UI_TIMEOUT_MS });
+    expect(await pageA.getByLabel('Name', { exact: true }).inputValue()).toBe('inventory');
+    const inEffect = pageA.locator('section', { has: pageA.getByRole('heading', { name: 'In effect' }) });
+    await inEffect.locator('pre', { hasText: '"concurrency"' }).waitFor({ timeout: UI_TIMEOUT_MS });
+    expect(await inEffect.innerText()).toMatch(/"limit": 3/);
+    // The namespace default is in effect through each dependency: it says so, and links to them.
+    await pageA.goto(`${a.url}/console/#/policies/shop/default`);
+    await inEffect.getByRole('link', { name: 'pricing-apii' }).click();
+    await pageA.getByRole('heading', { name: 'shop · dependency pricing-apii' }).waitFor({ timeout: UI_TIMEOUT_MS });
+    await inEffect.locator('pre', { hasText: '"retryBudget"' }).waitFor({ timeout: UI_TIMEOUT_MS });
   });
 
   it('shows a policy edit made on a stale version as a 412 conflict, with the newer version and a diff', async () => {
@@ -252,8 +357,13 @@ describe('the console at /console', () => {
     expect(await admin('GET', '/admin/v1/shop/policies/deps/payments-api')).toEqual({ retryBudget: { ratio: 0.2 } });
   });
 
-  it('redrives a dead letter from the page', async () => {
-    await pageA.goto(`${a.url}/console/#/dead-letters/shop/emails`);
+  it('lists the queues holding dead letters, and redrives a dead letter from the page', async () => {
+    // No queue name needed: the page lists the namespace's queues that hold dead letters.
+    await pageA.goto(`${a.url}/console/#/dead-letters/shop`);
+    const queue = pageA.locator('tr[data-queue="emails"]');
+    await queue.waitFor({ timeout: UI_TIMEOUT_MS });
+    expect(await queue.innerText()).toMatch(/emails\s+1\s+\d{4}-\d\d-\d\dT/);
+    await queue.getByRole('link', { name: 'emails' }).click();
     const entry = pageA.locator('tr[data-key="order-7-receipt"]');
     await entry.waitFor({ timeout: UI_TIMEOUT_MS });
     await entry.getByRole('button', { name: 'Inspect order-7-receipt' }).click();
@@ -273,17 +383,29 @@ describe('the console at /console', () => {
       .filter({ hasText: 'dead_letter.redrive · shop/emails/order-7-receipt' })
       .waitFor({ timeout: UI_TIMEOUT_MS });
     await pageA.getByText('emails has no dead letters.').waitFor({ timeout: UI_TIMEOUT_MS });
+    await pageA.getByText('No queue of shop holds dead letters.').waitFor({ timeout: UI_TIMEOUT_MS });
     expect(await admin('GET', '/admin/v1/shop/queues/emails/dead-letters')).toMatchObject({ items: [] });
   });
 
   it('lists the audit log, filterable: who did what, when and why', async () => {
+    // A drill: a trip for ten minutes, reset at once; its entry says how long it was to last.
+    await admin('POST', '/admin/v1/shop/breakers/inventory/trip', {
+      reason: 'failover drill',
+      durationSeconds: 600,
+    });
+    await admin('POST', '/admin/v1/shop/breakers/inventory/reset', { reason: 'drill over' });
     await pageA.goto(`${a.url}/console/#/audit`);
+    const drill = pageA.locator('table.data tbody tr').filter({ hasText: 'failover drill' });
+    await drill.waitFor({ timeout: UI_TIMEOUT_MS });
+    expect(await drill.innerText()).toMatch(/for 10 m, until \d\d:\d\d:\d\dZ/);
     const trip = pageA
       .locator('table.data tbody tr')
       .filter({ hasText: 'breaker.trip' })
       .filter({ hasText: 'payments-api' });
     await trip.waitFor({ timeout: UI_TIMEOUT_MS });
     expect(await trip.innerText()).toContain('bad deploy 4711');
+    // A trip without a duration lasts until reset, and says so.
+    expect(await trip.innerText()).toContain('until reset');
     await pageA.getByLabel('Action').selectOption('dead_letter.redrive');
     expect(await pageA.locator('table.data tbody tr').count()).toBe(1);
     await pageA.getByLabel('Action').selectOption('');

@@ -196,7 +196,13 @@ describe('the sluice CLI', () => {
     expect(log.items[0]).toMatchObject({ actor: 'ops', namespace: 'shop', target: 'payments-api' });
     const future = new Date(Date.now() + 3_600_000).toISOString();
     expect(await json('audit', '--ns', 'shop', '--since', future)).toEqual({ items: [] });
-    expect((await sluice('audit', '--ns', 'shop')).stdout).toMatch(/breaker\.trip\s+shop\s+payments-api\s+bad deploy/);
+    expect(log.items[0]).toMatchObject({ durationMs: 600_000, endsAt: tripped.openUntil });
+    expect(log.items[1]).toMatchObject({ durationMs: null, endsAt: null });
+    const printed = (await sluice('audit', '--ns', 'shop')).stdout;
+    expect(printed.split('\n')[0]).toMatch(/\sTARGET\s+FOR\s+UNTIL\s+REASON$/);
+    const until = new Date(tripped.openUntil).toISOString().replace(/\./g, '\\.');
+    expect(printed).toMatch(new RegExp(`breaker\\.trip\\s+shop\\s+payments-api\\s+10m\\s+${until}\\s+bad deploy`));
+    expect(printed).toMatch(/breaker\.force_close\s+shop\s+payments-api\s+until reset\s+-\s+keep calling/);
   });
 
   it('asks before tripping a dependency no caller has used, refuses without a terminal, and trips with --yes', async () => {
@@ -309,6 +315,14 @@ describe('the sluice CLI', () => {
 
   it('lists, shows, redrives and purges dead letters', async () => {
     for (const message of ['m-1', 'm-2']) for (let attempt = 1; attempt <= 5; attempt++) await fail(message, attempt);
+    // Where to look, without knowing a queue's name.
+    expect(await json('dlq', 'queues', 'shop')).toEqual({
+      items: [{ queue: 'emails', deadLetters: 2, lastDeadLetteredAt: expect.any(Number) }],
+      next: null,
+    });
+    expect((await sluice('dlq', 'queues', 'shop')).stdout).toMatch(
+      /^QUEUE\s+DEAD LETTERS\s+LAST PARKED\nemails\s+2\s+20/,
+    );
     const page = await json('dlq', 'list', 'shop', 'emails');
     expect(page).toEqual({
       items: [
@@ -342,6 +356,7 @@ describe('the sluice CLI', () => {
     ]);
     expect(await json('dlq', 'purge', 'shop', 'emails', 'm-2', '--yes')).toEqual({ purged: 'm-2' });
     expect(await json('dlq', 'list', 'shop', 'emails')).toEqual({ items: [], next: null });
+    expect((await sluice('dlq', 'queues', 'shop')).stdout).toBe('(no queue holds dead letters)\n');
     const actions = (await json('audit', '--ns', 'shop')).items.map((entry: { action: string }) => entry.action);
     expect(actions.slice(-2)).toEqual(['dead_letter.redrive', 'dead_letter.purge']);
   });

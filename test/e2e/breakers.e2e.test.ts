@@ -484,48 +484,27 @@ describe.each([
 
     const shop = await audit('?ns=shop&limit=1000').expect(200);
     const mine = shop.body.items.filter((entry: { target: string }) => entry.target === dep);
+    const entry = (action: string, reason: string | null, durationMs: number | null = null) => ({
+      at: expect.any(Number),
+      actor: ADMIN_TOKEN.id,
+      action,
+      namespace: 'shop',
+      target: dep,
+      reason,
+      durationMs,
+      endsAt: durationMs === null ? null : expect.any(Number),
+    });
     expect(mine).toEqual([
-      {
-        at: expect.any(Number),
-        actor: ADMIN_TOKEN.id,
-        action: 'breaker.trip',
-        namespace: 'shop',
-        target: dep,
-        reason: 'bad deploy',
-      },
-      {
-        at: expect.any(Number),
-        actor: ADMIN_TOKEN.id,
-        action: 'breaker.force_close',
-        namespace: 'shop',
-        target: dep,
-        reason: 'canary is fine',
-      },
-      {
-        at: expect.any(Number),
-        actor: ADMIN_TOKEN.id,
-        action: 'breaker.reset',
-        namespace: 'shop',
-        target: dep,
-        reason: null,
-      },
-      {
-        at: expect.any(Number),
-        actor: ADMIN_TOKEN.id,
-        action: 'breaker.trip',
-        namespace: 'shop',
-        target: dep,
-        reason: 'again',
-      },
-      {
-        at: expect.any(Number),
-        actor: ADMIN_TOKEN.id,
-        action: 'breaker.reset',
-        namespace: 'shop',
-        target: dep,
-        reason: 'recovered',
-      },
+      // A trip for ten minutes says so, and until when.
+      entry('breaker.trip', 'bad deploy', 600_000),
+      entry('breaker.force_close', 'canary is fine'),
+      entry('breaker.reset', null),
+      entry('breaker.trip', 'again'),
+      entry('breaker.reset', 'recovered'),
     ]);
+    const [timedTrip] = mine as Array<{ at: number; endsAt: number }>;
+    expect(timedTrip.endsAt).toBeGreaterThanOrEqual(timedTrip.at + 600_000 - 1000);
+    expect(timedTrip.endsAt).toBeLessThanOrEqual(timedTrip.at + 600_000);
     const times = mine.map((entry: { at: number }) => entry.at);
     expect(times).toEqual([...times].sort((a, b) => a - b));
     expect(Math.abs(times[0] - Date.now())).toBeLessThan(5000);

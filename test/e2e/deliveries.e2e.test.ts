@@ -151,4 +151,44 @@ describe.each([
     expect(refused.body).toMatchObject({ code: 'payload_too_large', details: [{ field: 'payload' }] });
     expect((await attempt('orders', { messageId: 'big' }).expect(200)).body.attempt).toBe(1);
   });
+
+  it('lists the queues that hold dead letters, by name with their counts, a page at a time', async () => {
+    // A namespace of its own; without a policy a queue parks a message at attempt 5.
+    const park = (queue: string, messageId: string) =>
+      request(server)
+        .post(`/v1/ops/queues/${queue}/attempts`)
+        .set(ADMIN)
+        .send({ messageId, error: 'boom', attempt: 5 })
+        .expect(200);
+    const queues = (query: Record<string, string> = {}) =>
+      request(server).get('/admin/v1/ops/queues').query(query).set(ADMIN).expect(200);
+    expect((await queues()).body).toEqual({ items: [], next: null });
+    await park('refunds', 'r-1');
+    await park('emails', 'e-1');
+    await park('emails', 'e-2');
+    await park('invoices', 'i-1');
+    // Failing without parking lists nothing.
+    await request(server).post('/v1/ops/queues/quiet/attempts').set(ADMIN).send({ messageId: 'q-1' }).expect(200);
+
+    const first = await queues({ limit: '2' });
+    expect(first.body).toEqual({
+      items: [
+        { queue: 'emails', deadLetters: 2, lastDeadLetteredAt: expect.any(Number) },
+        { queue: 'invoices', deadLetters: 1, lastDeadLetteredAt: expect.any(Number) },
+      ],
+      next: 'invoices',
+    });
+    const rest = await queues({ limit: '2', cursor: first.body.next });
+    expect(rest.body).toEqual({
+      items: [{ queue: 'refunds', deadLetters: 1, lastDeadLetteredAt: expect.any(Number) }],
+      next: null,
+    });
+    // A queue emptied by a redrive drops out of the list.
+    await request(server).post('/admin/v1/ops/queues/refunds/dead-letters/r-1/redrive').set(ADMIN).expect(200);
+    expect((await queues()).body.items.map((item: { queue: string }) => item.queue)).toEqual(['emails', 'invoices']);
+
+    await request(server).get('/admin/v1/shop/queues').set(CLIENT).expect(403);
+    const refused = await request(server).get('/admin/v1/ops/queues').query({ limit: '0' }).set(ADMIN).expect(400);
+    expect(refused.body.details).toEqual([expect.objectContaining({ field: 'limit' })]);
+  });
 });

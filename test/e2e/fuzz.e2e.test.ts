@@ -579,10 +579,12 @@ describe('fuzzing every operation of /docs-json with bad requests (Redis store)'
   async function reads(): Promise<Record<string, unknown>> {
     const paths = [
       `/v1/${NS}/deps/${DEP}`,
+      `/v1/${NS}/deps/${DEP}/history`,
       `/v1/${NS}/deps/tripped-api`,
       `/v1/${NS}/idempotency/order-1`,
       `/admin/v1/${NS}/breakers`,
       `/admin/v1/${NS}/budgets`,
+      `/admin/v1/${NS}/queues`,
       `/admin/v1/${NS}/queues/emails/dead-letters`,
       `/admin/v1/${NS}/policies/deps/policy-api`,
       `/admin/v1/${NS}/policies/limits/checkout`,

@@ -79,6 +79,7 @@ const STATUSES: Record<string, number[]> = {
   'POST /v1/{ns}/reports': [200, 400, 401, 403, 413, 415, 422, 503],
   'POST /v1/{ns}/retries': [200, 400, 401, 403, 413, 415, 422, 503],
   'GET /v1/{ns}/deps/{dep}': [200, 304, 400, 401, 403, 503],
+  'GET /v1/{ns}/deps/{dep}/history': [200, 400, 401, 403, 503],
   'GET /v1/{ns}/events': [200, 400, 401, 403, 503],
   'POST /v1/{ns}/limits/{limit}/take': [200, 400, 401, 403, 404, 413, 415, 422, 503],
   'POST /v1/{ns}/idempotency/{key}/claim': [200, 201, 400, 401, 403, 409, 413, 415, 422, 503],
@@ -93,6 +94,7 @@ const STATUSES: Record<string, number[]> = {
   'POST /admin/v1/{ns}/breakers/{dep}/trip': [200, 400, 401, 403, 413, 415, 422, 503],
   'POST /admin/v1/{ns}/breakers/{dep}/force-close': [200, 400, 401, 403, 413, 415, 422, 503],
   'POST /admin/v1/{ns}/breakers/{dep}/reset': [200, 400, 401, 403, 413, 415, 422, 503],
+  'GET /admin/v1/{ns}/queues': [200, 400, 401, 403, 503],
   'GET /admin/v1/{ns}/queues/{queue}/dead-letters': [200, 400, 401, 403, 503],
   'POST /admin/v1/{ns}/queues/{queue}/dead-letters/{id}/redrive': [200, 400, 401, 403, 404, 503],
   'DELETE /admin/v1/{ns}/queues/{queue}/dead-letters/{id}': [204, 400, 401, 403, 404, 503],
@@ -433,6 +435,8 @@ describe('OpenAPI document', () => {
     });
     const view = await call('GET', '/v1/{ns}/deps/{dep}', p);
     await call('GET', '/v1/{ns}/deps/{dep}', p, { headers: { 'if-none-match': view.headers.etag } });
+    const history = await call('GET', '/v1/{ns}/deps/{dep}/history', p);
+    expect(history.body.points).toHaveLength(1);
 
     await call('POST', '/v1/{ns}/limits/{limit}/take', limit, { body: { key: 'user-1', cost: 2 } });
     const denied = await call('POST', '/v1/{ns}/limits/{limit}/take', limit, { body: { key: 'user-1' } });
@@ -462,6 +466,8 @@ describe('OpenAPI document', () => {
     await call('POST', '/v1/{ns}/queues/{queue}/attempts', queue, { body: { messageId: 'm-1' } });
     await call('POST', '/v1/{ns}/queues/{queue}/acks', queue, { body: { messageId: 'm-2' } });
     await call('GET', '/admin/v1/{ns}/queues/{queue}/dead-letters', queue);
+    const queues = await call('GET', '/admin/v1/{ns}/queues', p);
+    expect(queues.body.items).toEqual([expect.objectContaining({ queue: 'emails', deadLetters: 1 })]);
     await call('POST', '/admin/v1/{ns}/queues/{queue}/dead-letters/{id}/redrive', { ...queue, id: 'm-1' });
     await call('DELETE', '/admin/v1/{ns}/queues/{queue}/dead-letters/{id}', { ...queue, id: 'm-1' });
 
@@ -478,7 +484,8 @@ describe('OpenAPI document', () => {
     await call('GET', '/admin/v1/{ns}/budgets', p);
     await call('GET', '/admin/v1/namespaces', {});
     await call('POST', '/admin/v1/{ns}/breakers/{dep}/reset', p);
-    await call('GET', '/admin/v1/audit', {}, { query: { ns: 'docs' } });
+    const audit = await call('GET', '/admin/v1/audit', {}, { query: { ns: 'docs' } });
+    expect(audit.body.items).toContainEqual(expect.objectContaining({ action: 'breaker.trip', durationMs: 60_000 }));
     const documents = await call('GET', '/admin/v1/{ns}/policies', p, { query: { limit: '2' } });
     expect(documents.body.next).toBe('deps/payments-api');
     await call('GET', '/admin/v1/{ns}/policies', p, { query: { cursor: documents.body.next } });

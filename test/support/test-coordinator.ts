@@ -1,5 +1,6 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Redis } from 'ioredis';
+import type { Clock } from '@sluice/core';
 import type { SluiceConfig } from '../../apps/coordinator/src/config/config';
 import { createCoordinator } from '../../apps/coordinator/src/bootstrap';
 import { testConfig } from './coordinator';
@@ -24,6 +25,8 @@ export interface FixtureOptions {
   label?: string;
   /** Configuration overrides (tokens, timeouts, caps, a Cluster's nodes, …). */
   config?: Partial<SluiceConfig>;
+  /** The embedded store's clock (a ManualClock the test moves); Redis keeps its own. */
+  storeClock?: Clock;
 }
 
 /** One coordinator of a fixture. */
@@ -91,7 +94,7 @@ export async function testCoordinator(options: FixtureOptions = {}): Promise<Tes
   let client: Redis | undefined;
 
   const start = async (): Promise<TestInstance> => {
-    const instance = await startInstance(config, options.listen ?? false);
+    const instance = await startInstance(config, options.listen ?? false, options.storeClock);
     instances.push(instance);
     return instance;
   };
@@ -166,8 +169,12 @@ export async function redisTimeMs(client: Redis): Promise<number> {
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
-async function startInstance(config: Partial<SluiceConfig>, listen: boolean): Promise<TestInstance> {
-  const app = await createCoordinator(testConfig(config));
+async function startInstance(
+  config: Partial<SluiceConfig>,
+  listen: boolean,
+  storeClock?: Clock,
+): Promise<TestInstance> {
+  const app = await createCoordinator(testConfig(config), undefined, { storeClock });
   let url = '';
   if (listen) {
     await app.listen({ port: 0, host: '127.0.0.1' });

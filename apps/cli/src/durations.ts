@@ -24,3 +24,21 @@ export function sinceInstant(value: string, now = Date.now()): number {
   if (Number.isNaN(at)) throw new InvalidArgumentError('a duration back from now (30m, 2h) or an ISO 8601 time');
   return at;
 }
+
+/** Milliseconds as `--for` takes them: `10m`, `1h30m`, `90s` → `1m30s`; under a second, `250ms`. */
+export function durationText(ms: number): string {
+  if (ms < 1000) return `${ms}ms`;
+  let rest = Math.round(ms / 1000);
+  const parts: string[] = [];
+  for (const [unit, seconds] of [
+    ['d', 86_400],
+    ['h', 3600],
+    ['m', 60],
+    ['s', 1],
+  ] as const) {
+    const count = Math.floor(rest / seconds);
+    if (count > 0) parts.push(`${count}${unit}`);
+    rest -= count * seconds;
+  }
+  return parts.join('');
+}

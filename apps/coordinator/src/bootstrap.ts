@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { Logger, ShutdownSignal } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { Clock } from '@sluice/core';
 import { AppModule } from './app.module';
 import { BODY_LIMIT_BYTES } from './http/body-limit';
 import { createHttpAdapter } from './http/adapter';
@@ -15,6 +16,12 @@ import { setupConsole } from './web-console/serve-console';
 
 export { BODY_LIMIT_BYTES };
 
+/** What a test may give a coordinator beside its configuration. */
+export interface CoordinatorOptions {
+  /** The embedded store's clock (a test's fake clock); the system's by default. */
+  storeClock?: Clock;
+}
+
 /**
  * Builds the coordinator app (not yet listening) from a validated configuration; `policies` is the
  * policies file already read (read here when not given).
@@ -22,18 +29,23 @@ export { BODY_LIMIT_BYTES };
 export async function createCoordinator(
   config: SluiceConfig,
   policies: PoliciesFile = config.policiesFile ? readPoliciesFile(config.policiesFile) : { namespaces: {} },
+  options: CoordinatorOptions = {},
 ): Promise<NestFastifyApplication> {
   const verbose = config.logLevel === 'debug' || config.logLevel === 'trace';
   // One pino instance for Fastify and Nest; a request's own logger (request.log) carries its reqId.
   const logger = createLogger(config.logLevel, config.logFormat);
   const adapter = createHttpAdapter(logger, verbose, config.tls);
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.register({ config, policies }), adapter, {
-    logger: new NestPinoLogger(logger),
-    abortOnError: false,
-    // Fastify's own JSON parser (the same secure-json-parse rules, parsed from a string): Nest's
-    // re-registration reads every body as a buffer and parses it through a wrapper per request.
-    bodyParser: false,
-  });
+  const app = await NestFactory.create<NestFastifyApplication>(
+    AppModule.register({ config, policies, ...options }),
+    adapter,
+    {
+      logger: new NestPinoLogger(logger),
+      abortOnError: false,
+      // Fastify's own JSON parser (the same secure-json-parse rules, parsed from a string): Nest's
+      // re-registration reads every body as a buffer and parses it through a wrapper per request.
+      bodyParser: false,
+    },
+  );
   // SIGHUP reloads a tokens file (TokensFileReloader) instead of stopping the service.
   app.enableShutdownHooks(
     config.tokensFile ? Object.values(ShutdownSignal).filter((signal) => signal !== ShutdownSignal.SIGHUP) : undefined,

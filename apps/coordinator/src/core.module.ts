@@ -1,4 +1,5 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
+import { systemClock, type Clock } from '@sluice/core';
 import { BreakerMetrics } from './breakers/breaker-metrics';
 import { ForcedStates } from './breakers/forced-states';
 import type { SluiceConfig } from './config/config';
@@ -9,11 +10,13 @@ import type { PoliciesFile } from './policies/policies-file';
 import { POLICIES_FILE, PolicyService } from './policies/policy.service';
 import { ResetWatcher } from './store/reset-watcher';
 import { StoreLifecycle } from './store/store-lifecycle';
-import { STORE, storeProvider } from './store/store.provider';
+import { STORE, STORE_CLOCK, storeProvider } from './store/store.provider';
 
 export interface CoreModuleOptions {
   config: SluiceConfig;
   policies: PoliciesFile;
+  /** The embedded store's clock (tests drive one); the system's by default. Redis keeps its own. */
+  storeClock?: Clock;
 }
 
 /**
@@ -25,7 +28,7 @@ export interface CoreModuleOptions {
 @Global()
 @Module({})
 export class CoreModule {
-  static register({ config, policies }: CoreModuleOptions): DynamicModule {
+  static register({ config, policies, storeClock = systemClock }: CoreModuleOptions): DynamicModule {
     return {
       module: CoreModule,
       imports: [ConfigModule.register(config)],
@@ -39,6 +42,7 @@ export class CoreModule {
         DependencyRegistry,
         PolicyService,
         { provide: POLICIES_FILE, useValue: policies },
+        { provide: STORE_CLOCK, useValue: storeClock },
       ],
       exports: [
         STORE,

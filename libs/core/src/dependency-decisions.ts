@@ -1,10 +1,11 @@
-import type {
-  BreakerPolicy,
-  BudgetView,
-  ConcurrencyPolicy,
-  ProbeOutcome,
-  RateLimitPolicy,
-  RetryBudgetPolicy,
+import {
+  DEFAULT_DEPENDENCY_POLICY,
+  type BreakerPolicy,
+  type BudgetView,
+  type ConcurrencyPolicy,
+  type ProbeOutcome,
+  type RateLimitPolicy,
+  type RetryBudgetPolicy,
 } from '@sluice/protocol';
 import { BreakerMachine, CLOSED_BREAKER, blocksCalls } from './breaker';
 import {
@@ -20,6 +21,7 @@ import {
   type BreakerSnapshot,
   type DependencyState,
 } from './dependency-state';
+import { recordHistory } from './dependency-history';
 import { gcraTake } from './gcra';
 import { LATENCY_FIELDS, latencyQuantile } from './latency-histogram';
 import { budgetRetryAfterMs, breakerRetryAfterMs } from './retry-after';
@@ -28,7 +30,7 @@ import { epochSecond } from './sliding-window';
 
 /**
  * The decisions on one dependency, as pure functions over its DependencyState (changed in place)
- * and the store's clock. The Lua twins are decide_retry-4.lua, admit-5.lua and record_outcomes-7.lua
+ * and the store's clock. The Lua twins are decide_retry-4.lua, admit-5.lua and record_outcomes-8.lua
  * in libs/store/src/redis/lua; the store conformance suite keeps them equal. Each returns the
  * breaker with the transitions it made, for the store to publish.
  */
@@ -247,9 +249,23 @@ export function reportersOf(batch: OutcomeBatch): ReporterOfBatch[] {
   return batch.reporters ?? [{ reporter: batch.reporter, failing: batch.failures + batch.slow > 0 }];
 }
 
+/** How a budget counts, without its window: what the history needs to keep each step's limit and cap. */
+export type BudgetRule = Pick<RetryBudgetPolicy, 'mode' | 'ratio' | 'maxRatio' | 'minRetriesPerSecond'>;
+
 export interface OutcomePolicy {
   budgetWindowSeconds: number;
   breaker: BreakerPolicy;
+  /** The budget's rule, for the limit and cap the history keeps; absent: the default policy's. */
+  budgetRule?: BudgetRule;
+}
+
+/** The budget policy a batch's history step is computed with: the rule over the budget window. */
+export function outcomeBudgetPolicy(policy: OutcomePolicy): RetryBudgetPolicy {
+  return {
+    ...DEFAULT_DEPENDENCY_POLICY.retryBudget,
+    ...policy.budgetRule,
+    windowSeconds: policy.budgetWindowSeconds,
+  };
 }
 
 /** A recorded batch: the breaker after it, and how many reporters the fleet has now. */
@@ -299,6 +315,8 @@ export function recordOutcomes(
   }
   forgetReportersBefore(state.activeReporters, now - policy.budgetWindowSeconds * 1000);
   for (const { reporter } of reportersOf(batch)) noteReporter(state.activeReporters, reporter, now);
+  const budget = budgetView(outcomeBudgetPolicy(policy), state.budget.sum(second, policy.budgetWindowSeconds));
+  recordHistory(state.history, second, batch, budget, machine.record.state);
   return { breaker: commitBreaker(state, machine), reporters: state.activeReporters.size };
 }
 

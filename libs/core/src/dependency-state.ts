@@ -1,5 +1,6 @@
 import type { BudgetView, DependencyUsage, RateLimitPolicy, RetryBudgetPolicy } from '@sluice/protocol';
 import { BreakerMachine, CLOSED_BREAKER, type BreakerRecord, type BreakerTransition } from './breaker';
+import type { HistoryRing } from './dependency-history';
 import { gcraBacklog, type GcraCell } from './gcra';
 import { LATENCY_FIELDS } from './latency-histogram';
 import { budgetView } from './retry-budget';
@@ -26,6 +27,8 @@ export interface DependencyState {
   leases: Map<string, number>;
   /** Latency counts on the fixed bounds (LATENCY_FIELDS). */
   latency: SlidingWindowCounter<string>;
+  /** The last 15 minutes, a step per 10 s (dependency-history.ts). */
+  history: HistoryRing;
 }
 
 /** The counters of the budget window. */
@@ -81,6 +84,7 @@ export function createDependencyState(): DependencyState {
     rateTat: null,
     leases: new Map(),
     latency: new SlidingWindowCounter(LATENCY_FIELDS),
+    history: new Map(),
   };
 }
 

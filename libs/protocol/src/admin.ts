@@ -73,6 +73,10 @@ export interface AuditEntry {
   namespace: string;
   target: string;
   reason: string | null;
+  /** How long the forced state a trip or force-close set lasts; null until reset, or for another action. */
+  durationMs: number | null;
+  /** When that forced state ends (epoch ms); null until reset, or for another action. */
+  endsAt: number | null;
 }
 
 export type AuditLog = ItemList<AuditEntry>;

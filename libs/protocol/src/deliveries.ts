@@ -1,4 +1,7 @@
-/** Delivery attempts and dead letters: /v1/{ns}/queues/{queue} and /admin/v1/{ns}/queues/{queue}/dead-letters. */
+/**
+ * Delivery attempts and dead letters: /v1/{ns}/queues/{queue}, /admin/v1/{ns}/queues and
+ * /admin/v1/{ns}/queues/{queue}/dead-letters.
+ */
 
 export interface DeliveryAttemptRequest {
   messageId: string;
@@ -35,5 +38,17 @@ export interface DeadLetter {
 export interface DeadLetterPage {
   items: DeadLetter[];
   /** The cursor of the next page; null on the last page. */
+  next: string | null;
+}
+
+/** One queue of GET /admin/v1/{ns}/queues: a queue that holds dead letters. */
+export interface QueueItem {
+  queue: string;
+  deadLetters: number;
+  lastDeadLetteredAt: number;
+}
+
+export interface QueueList {
+  items: QueueItem[];
   next: string | null;
 }

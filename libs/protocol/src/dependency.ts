@@ -1,4 +1,4 @@
-/** GET /v1/{ns}/deps/{dep} */
+/** GET /v1/{ns}/deps/{dep} and GET /v1/{ns}/deps/{dep}/history */
 import type { BudgetMode, DependencyPolicy } from './policy';
 import type { BreakerState, BudgetView } from './retry';
 
@@ -43,4 +43,28 @@ export interface DependencyView {
   usage: DependencyUsage;
   latency: LatencySummary;
   policy: DependencyPolicy;
+}
+
+/** One 10 s step of a dependency's history: what the reports within it said. */
+export interface HistoryPoint {
+  /** The step's start (epoch ms, a multiple of `stepMs`). */
+  at: number;
+  /** Calls reported within the step (successes and failures; slow calls are among them). */
+  calls: number;
+  failureRate: number;
+  slowRate: number;
+  /** The budget window as the step's last report left it. */
+  budget: BudgetView;
+  budgetUse: number;
+  /** The breaker's state after the step's last report. */
+  state: BreakerState;
+}
+
+/** The last 15 minutes of a dependency, one point per step that had reports, oldest first. */
+export interface DependencyHistory {
+  namespace: string;
+  dependency: string;
+  stepMs: number;
+  spanMs: number;
+  points: HistoryPoint[];
 }

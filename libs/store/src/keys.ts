@@ -22,6 +22,8 @@ export interface DependencyKeys {
   leases: string;
   /** Hash: sliding window of latency counts on the fixed bucket bounds. */
   latency: string;
+  /** Hash: the last 15 minutes, one field per 10 s step (a ring of at most 90 fields; history.lua). */
+  history: string;
   /** Sharded pub/sub channel: breaker transitions and policy changes of the dependency. */
   events: string;
 }
@@ -52,6 +54,11 @@ export interface NamespaceKeys {
    * them, scored by when the state lapses (+inf: until reset).
    */
   forced: string;
+  /**
+   * Sorted set: the queues that parked a dead letter within the dead letters' retention, scored by
+   * the latest parking (epoch ms); at most a capped number, the least recent going first.
+   */
+  deadLetterQueues: string;
 }
 
 export interface IdempotencyKeys {
@@ -125,6 +132,7 @@ export class SluiceKeys {
       rate: `${tagged}:rate`,
       leases: `${tagged}:leases`,
       latency: `${tagged}:latency`,
+      history: `${tagged}:history`,
       events: `${tagged}:events`,
     };
   }
@@ -157,6 +165,7 @@ export class SluiceKeys {
       callers: `${tagged}:callers`,
       policies: `${tagged}:policies`,
       events: `${tagged}:events`,
+      deadLetterQueues: `${tagged}:dlq-queues`,
     };
   }
 

@@ -4,6 +4,7 @@ import type { StoreConnection } from './roles/connection';
 import type { DecisionStore } from './roles/decisions';
 import type { DeliveryStore } from './roles/deliveries';
 import type { EventStore } from './roles/events';
+import type { HistoryStore } from './roles/history';
 import type { IdempotencyStore } from './roles/idempotency';
 import type { LimitStore } from './roles/limits';
 import type { PolicyStore } from './roles/policies';
@@ -17,6 +18,7 @@ export * from './roles/connection';
 export * from './roles/decisions';
 export * from './roles/deliveries';
 export * from './roles/events';
+export * from './roles/history';
 export * from './roles/idempotency';
 export * from './roles/limits';
 export * from './roles/policies';
@@ -33,6 +35,7 @@ export type Store = StoreConnection &
   DecisionStore &
   LimitStore &
   BreakerAdminStore &
+  HistoryStore &
   RegistryStore &
   PolicyStore &
   AuditStore &

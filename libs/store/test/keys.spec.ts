@@ -14,6 +14,7 @@ describe('SluiceKeys', () => {
       rate: 'p:{shop/pay}:rate',
       leases: 'p:{shop/pay}:leases',
       latency: 'p:{shop/pay}:latency',
+      history: 'p:{shop/pay}:history',
       events: 'p:{shop/pay}:events',
     });
     expect(keys.dependency('shop', 'pay')).toBe(built);

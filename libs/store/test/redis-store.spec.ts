@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { HISTORY_STEPS, HISTORY_STEP_SECONDS, HISTORY_TTL_SECONDS, historyStepStart } from '@sluice/core';
 import { DEFAULT_DEPENDENCY_POLICY } from '@sluice/protocol';
 import { RedisStore, SluiceKeys } from '../src';
 import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../../../test/support/redis';
@@ -6,6 +7,7 @@ import { redisStoreUnderTest } from './redis-under-test';
 import { describeAdaptiveBudgetConformance } from './adaptive-budget-conformance';
 import { describeBreakerConformance } from './breaker-conformance';
 import { describeLimitsConformance } from './limits-conformance';
+import { describeHistoryConformance } from './history-conformance';
 import { describeMergedReportsConformance } from './merged-reports-conformance';
 import { describeRetryBatchConformance } from './retry-batch-conformance';
 import { batch, describeStoreConformance } from './store-conformance';
@@ -18,6 +20,7 @@ describeLimitsConformance('RedisStore (standalone)', () => redisStoreUnderTest({
 describeRetryBatchConformance('RedisStore (standalone)', () =>
   redisStoreUnderTest({ url: SHARED_REDIS_URL }, 'retry-batches'),
 );
+describeHistoryConformance('RedisStore (standalone)', () => redisStoreUnderTest({ url: SHARED_REDIS_URL }, 'history'));
 describeAdaptiveBudgetConformance('RedisStore (standalone)', () =>
   redisStoreUnderTest({ url: SHARED_REDIS_URL }, 'adaptive-budgets'),
 );
@@ -51,6 +54,7 @@ describe('RedisStore keys', () => {
     expect(stored).toEqual([
       `${tagged}:active-reporters`,
       `${tagged}:budget`,
+      `${tagged}:history`,
       `${tagged}:outcomes`,
       `${tagged}:reporters`,
     ]);
@@ -65,6 +69,71 @@ describe('RedisStore keys', () => {
       expect(ttl).toBeGreaterThan(12);
       expect(ttl).toBeLessThanOrEqual(32);
     }
+    // The history outlives its 15 minutes by one step, when none of it is read any more.
+    const historyTtl = await client.ttl(dependencyKeys.history);
+    expect(historyTtl).toBeGreaterThan(900);
+    expect(historyTtl).toBeLessThanOrEqual(HISTORY_TTL_SECONDS);
+  });
+
+  describe('a dependency’s history on Redis', () => {
+    const POLICY = { budgetWindowSeconds: 10, breaker: DEFAULT_DEPENDENCY_POLICY.breaker };
+    /** A step as history.lua stores it, `stepsAgo` steps before the current one. */
+    const storedStep = (nowSecond: number, stepsAgo: number, failures: number) => {
+      const start = historyStepStart(nowSecond) - stepsAgo * HISTORY_STEP_SECONDS;
+      const slot = String((start / HISTORY_STEP_SECONDS) % HISTORY_STEPS);
+      return [slot, JSON.stringify([start, 5, failures, 0, 1, 0, 20, 12, 20, 10, 'closed'])] as const;
+    };
+    const redisSecond = async () => Number((await client.time())[0]);
+
+    it('reads the steps of the last 15 minutes in order, and never those older or ahead', async () => {
+      const ref = { namespace: 'shop', dependency: 'history-read' };
+      const key = keys.dependency(ref.namespace, ref.dependency).history;
+      const now = await redisSecond();
+      // Written as an older coordinator would have: two steps of the span, one just past it, one ahead.
+      for (const [slot, value] of [storedStep(now, 3, 2), storedStep(now, HISTORY_STEPS - 1, 7)]) {
+        await client.hset(key, slot, value);
+      }
+      await client.hset(key, 'ahead', JSON.stringify([historyStepStart(now) + 60, 1, 1, 0, 0, 0, 0, 0, 0, 10, 'open']));
+      await client.hset(
+        key,
+        'old',
+        JSON.stringify([historyStepStart(now) - HISTORY_STEPS * 10, 1, 9, 0, 0, 0, 0, 0, 0, 10, 'open']),
+      );
+      const steps = await store.readHistory(ref);
+      // A second may pass between the writes and the read: the step 89 ago may just have aged out.
+      const after = await redisSecond();
+      const expected = [
+        { stepsAgo: HISTORY_STEPS - 1, failures: 7 },
+        { stepsAgo: 3, failures: 2 },
+      ].filter(({ stepsAgo }) => historyStepStart(after) - historyStepStart(now) + stepsAgo < HISTORY_STEPS);
+      expect(steps).toEqual(
+        expected.map(({ stepsAgo, failures }) => ({
+          at: (historyStepStart(now) - stepsAgo * HISTORY_STEP_SECONDS) * 1000,
+          successes: 5,
+          failures,
+          slow: 0,
+          budget: { retries: 1, retriesSucceeded: 0, requests: 20, limit: 12, cap: 20, windowSeconds: 10 },
+          state: 'closed',
+        })),
+      );
+    });
+
+    it('writes a report over a slot’s step of 15 minutes before, keeping at most 90 fields', async () => {
+      const ref = { namespace: 'shop', dependency: 'history-ring' };
+      const key = keys.dependency(ref.namespace, ref.dependency).history;
+      const now = await redisSecond();
+      // Every slot full of steps from 15 to 30 minutes ago: the ring as a long-quiet dependency leaves it.
+      for (let stepsAgo = HISTORY_STEPS; stepsAgo < 2 * HISTORY_STEPS; stepsAgo++) {
+        await client.hset(key, ...storedStep(now, stepsAgo, 9));
+      }
+      expect(await store.readHistory(ref)).toEqual([]);
+      await store.recordOutcomes(ref, batch({ requests: 10, successes: 4, failures: 1 }), POLICY);
+      expect(await client.hlen(key)).toBe(HISTORY_STEPS);
+      const steps = await store.readHistory(ref);
+      expect(steps).toHaveLength(1);
+      expect(steps[0]).toMatchObject({ successes: 4, failures: 1, slow: 0, state: 'closed' });
+      expect(steps[0].budget).toMatchObject({ requests: 10, retries: 0, windowSeconds: 10 });
+    });
   });
 
   it('keeps an idempotency key in one hash under its own tag, with a TTL of max(lease, retention), then retention', async () => {

@@ -16,6 +16,7 @@ const CALLED: Record<ScriptName, true> = {
   renew_lease: true,
   set_breaker: true,
   read_dependency: true,
+  read_history: true,
   register_name: true,
   register_dependency: true,
   list_names: true,
@@ -36,6 +37,8 @@ const CALLED: Record<ScriptName, true> = {
   redrive_dead_letter: true,
   purge_dead_letter: true,
   count_dead_letters: true,
+  note_dead_letter_queue: true,
+  list_dead_letter_queues: true,
   read_store_epoch: true,
   reassert_breaker: true,
 };

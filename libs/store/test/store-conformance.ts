@@ -378,6 +378,8 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
         namespace,
         target: 'pay',
         reason: 'bad deploy',
+        durationMs: null,
+        endsAt: null,
       });
       expect((await store.readAudit({ namespace, limit: 2 })).map((entry) => entry.action)).toEqual([
         'reset',
@@ -385,6 +387,24 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
       ]);
       const everyone = await store.readAudit({ limit: 4 });
       expect(everyone.map((entry) => entry.namespace)).toEqual([namespace, other, namespace, namespace]);
+    });
+
+    it('keeps the duration of a forced state in its audit entry, and when it ends', async () => {
+      const namespace = `audit-${++sequence}`;
+      const at = await store.appendAudit({
+        actor: 'ops',
+        action: 'breaker.trip',
+        namespace,
+        target: 'pay',
+        reason: 'bad deploy',
+        durationMs: 600_000,
+        endsAt: 1_800_000_600_000,
+      });
+      await store.appendAudit({ actor: 'ops', action: 'breaker.reset', namespace, target: 'pay', reason: null });
+      expect(await store.readAudit({ namespace, limit: 10 })).toEqual([
+        expect.objectContaining({ at, action: 'breaker.trip', durationMs: 600_000, endsAt: 1_800_000_600_000 }),
+        expect.objectContaining({ action: 'breaker.reset', durationMs: null, endsAt: null }),
+      ]);
     });
 
     describe('idempotency keys', () => {
@@ -699,6 +719,49 @@ export function describeStoreConformance(label: string, open: () => Promise<Stor
           depth: 0,
         });
         expect(await store.countDeadLetters(ref, DEAD_LETTERS)).toBe(0);
+      });
+
+      it('lists the queues that parked dead letters by name, a page at a time, with their latest parking', async () => {
+        const namespace = `dlq-queues-${++sequence}`;
+        const terms = { retentionMs: 60_000, maxQueues: 100 };
+        const page = (limit: number, after?: string) =>
+          store.listDeadLetterQueues(namespace, { retentionMs: terms.retentionMs, limit, ...(after ? { after } : {}) });
+        expect(await page(10)).toEqual({ items: [], next: null });
+        for (const queue of ['refunds', 'emails', 'orders', 'emails']) {
+          await store.noteDeadLetterQueue({ namespace, queue }, terms);
+        }
+        const first = await page(2);
+        expect(first.items.map((item) => item.queue)).toEqual(['emails', 'orders']);
+        expect(first.next).toBe('orders');
+        const rest = await page(2, first.next!);
+        expect(rest).toEqual({ items: [{ queue: 'refunds', lastDeadLetteredAt: expect.any(Number) }], next: null });
+        const all = await page(10);
+        expect(all.next).toBeNull();
+        const at = Object.fromEntries(all.items.map((item) => [item.queue, item.lastDeadLetteredAt]));
+        expect(at.emails).toBeGreaterThanOrEqual(at.orders);
+        expect(await store.listDeadLetterQueues(`other-${namespace}`, { retentionMs: 60_000, limit: 10 })).toEqual({
+          items: [],
+          next: null,
+        });
+      });
+
+      it('keeps the most recently parking queues past the cap, and forgets a queue quiet for the retention', async () => {
+        const namespace = `dlq-queues-${++sequence}`;
+        const terms = { retentionMs: 1000, maxQueues: 2 };
+        for (const queue of ['a-queue', 'b-queue']) {
+          await store.noteDeadLetterQueue({ namespace, queue }, terms);
+          await subject.pass(10);
+        }
+        await store.noteDeadLetterQueue({ namespace, queue: 'c-queue' }, terms);
+        const listed = async () =>
+          (await store.listDeadLetterQueues(namespace, { retentionMs: terms.retentionMs, limit: 10 })).items.map(
+            (item) => item.queue,
+          );
+        expect(await listed()).toEqual(['b-queue', 'c-queue']);
+        await subject.pass(600);
+        await store.noteDeadLetterQueue({ namespace, queue: 'c-queue' }, terms);
+        await subject.pass(500);
+        expect(await listed()).toEqual(['c-queue']);
       });
     });
 

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { LATENCY_BOUNDS_MS } from '@sluice/core';
+import { HISTORY_TTL_SECONDS, LATENCY_BOUNDS_MS } from '@sluice/core';
 import { DEFAULT_DEPENDENCY_POLICY, type BreakerPolicy } from '@sluice/protocol';
 import { RedisStore, SluiceKeys } from '../src';
 import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../../../test/support/redis';
@@ -60,7 +60,8 @@ describe('RedisStore: every key a script writes has a TTL within its bound, or i
       [/^:forced$/, MINUTE],
       [/^:(retry|admit|take):.+$/, 2 * MINUTE],
       [/^:record$/, DAY],
-      [/^:(attempts:.+|dlq|dlq-index)$/, 14 * DAY],
+      [/^:(attempts:.+|dlq|dlq-index|dlq-queues)$/, 14 * DAY],
+      [/^:history$/, HISTORY_TTL_SECONDS * 1000],
     ];
     return bounds.find(([pattern]) => pattern.test(suffix))?.[1];
   };
@@ -124,6 +125,7 @@ describe('RedisStore: every key a script writes has a TTL within its bound, or i
       await store.recordDeliveryAttempt(queue, { ...attempt, messageId });
     }
     await store.redriveDeadLetter(queue, 'redriven');
+    await store.noteDeadLetterQueue(queue, { retentionMs: 14 * DAY, maxQueues: 100 });
     await store.writePolicy('shop', { kind: 'dep', name: 'payments-api' }, { breaker: { openMs: 1000 } });
     await store.appendAudit({ actor: 'ops', action: 'trip', namespace: 'shop', target: 'search', reason: 'test' });
     await store.setBreaker(other, { action: 'trip', reason: 'test', durationMs: MINUTE });
@@ -170,6 +172,8 @@ describe('RedisStore: every key a script writes has a TTL within its bound, or i
       'budget',
       'dlq',
       'dlq-index',
+      'dlq-queues',
+      'history',
       'latency',
       'leases',
       'outcomes',

@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
-import type { AuditLog } from '@sluice/protocol';
+import type { AuditEntry, AuditLog } from '@sluice/protocol';
 import { withContext } from '../context';
-import { sinceInstant } from '../durations';
+import { durationText, sinceInstant } from '../durations';
 import { instant, print, table } from '../output';
 import { positiveInteger } from './dead-letters';
 
@@ -34,9 +34,17 @@ export function registerAudit(program: Command): void {
             { header: 'ACTION', value: (entry) => entry.action },
             { header: 'NAMESPACE', value: (entry) => entry.namespace },
             { header: 'TARGET', value: (entry) => entry.target },
+            { header: 'FOR', value: (entry) => forced(entry) },
+            { header: 'UNTIL', value: (entry) => (entry.endsAt === null ? '-' : instant(entry.endsAt)) },
             { header: 'REASON', value: (entry) => entry.reason },
           ]),
         );
       }),
     );
+}
+
+/** How long a trip or force-close set its state: its duration, `until reset`, or `-` for other actions. */
+function forced(entry: AuditEntry): string {
+  if (entry.durationMs !== null) return durationText(entry.durationMs);
+  return entry.action === 'breaker.trip' || entry.action === 'breaker.force_close' ? 'until reset' : '-';
 }

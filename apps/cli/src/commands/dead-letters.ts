@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import type { DeadLetter, DeadLetterPage } from '@sluice/protocol';
+import type { DeadLetter, DeadLetterPage, QueueList } from '@sluice/protocol';
 import type { AdminClient } from '../admin-client';
 import { CliError } from '../cli-error';
 import { confirm } from '../confirm';
@@ -11,9 +11,36 @@ const SEARCH_PAGE = 1000;
 
 const queuePath = (ns: string, queue: string) => `admin/v1/${segment(ns)}/queues/${segment(queue)}/dead-letters`;
 
-/** `sluice dlq list|show|redrive|purge`: a queue's dead letters. */
+/** `sluice dlq queues|list|show|redrive|purge`: the queues holding dead letters, and a queue's dead letters. */
 export function registerDeadLetters(program: Command): void {
   const dlq = program.command('dlq').description('list, inspect, redrive and purge a queue\u2019s dead letters');
+
+  dlq
+    .command('queues')
+    .description('list the queues of a namespace that hold dead letters, by name, with how many')
+    .argument('<ns>', 'the namespace')
+    .option('--limit <n>', 'queues per page (1-1000)', positiveInteger, 100)
+    .option('--cursor <cursor>', 'the page after this cursor (printed as `next` by the previous page)')
+    .action(
+      withContext(async ({ client, output }, ns: string, options: { limit: number; cursor?: string }) => {
+        const page = await client.get<QueueList>(`admin/v1/${segment(ns)}/queues`, {
+          limit: options.limit,
+          cursor: options.cursor,
+        });
+        print(output, page, () => {
+          const rows = table(
+            page.items,
+            [
+              { header: 'QUEUE', value: (item) => item.queue },
+              { header: 'DEAD LETTERS', value: (item) => item.deadLetters },
+              { header: 'LAST PARKED', value: (item) => instant(item.lastDeadLetteredAt) },
+            ],
+            '(no queue holds dead letters)',
+          );
+          return page.next ? `${rows}\nmore: --cursor ${page.next}` : rows;
+        });
+      }),
+    );
 
   dlq
     .command('list')

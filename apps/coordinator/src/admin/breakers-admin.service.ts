@@ -42,6 +42,10 @@ export class BreakersAdminService {
       namespace: ref.namespace,
       target: ref.dependency,
       reason: 'reason' in action ? action.reason : null,
+      // A forced state's duration as the operator asked it, and when it ends as the store set it.
+      ...(action.action !== 'reset' && action.durationMs !== undefined
+        ? { durationMs: action.durationMs, endsAt: snapshot.record.openUntil }
+        : {}),
     });
     return { ...itemOf(ref.dependency, snapshot), known };
   }

@@ -12,6 +12,9 @@ export interface AdminAction {
   namespace: string;
   target: string;
   reason?: string | null;
+  /** The duration of the forced state a trip or force-close set, and when it ends. */
+  durationMs?: number | null;
+  endsAt?: number | null;
 }
 
 /** Records every admin action (actor, time, target, reason) and reads the log back. */
@@ -29,6 +32,8 @@ export class AuditService {
       namespace: action.namespace,
       target: action.target,
       reason: action.reason ?? null,
+      durationMs: action.durationMs ?? null,
+      endsAt: action.endsAt ?? null,
     });
     this.metrics.adminActions.inc({ action: action.action });
   }
@@ -42,13 +47,15 @@ export class AuditService {
       throw new ApiError(403, 'forbidden', 'this token may read the audit log of its own namespaces only: pass ?ns=');
     }
     const entries = await this.store.readAudit(query);
-    return entries.map(({ actor, action, namespace, target, reason, at }) => ({
+    return entries.map(({ actor, action, namespace, target, reason, at, durationMs, endsAt }) => ({
       actor,
       action,
       namespace,
       target,
       reason,
       at,
+      durationMs,
+      endsAt,
     }));
   }
 }

@@ -1,6 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { LATENCY_BOUNDS_MS, rebucket } from '@sluice/core';
-import type { DependencyReport, LatencyHistogram, ReportRequest, ReportResponse } from '@sluice/protocol';
+import { LATENCY_BOUNDS_MS, rebucket, type BudgetRule } from '@sluice/core';
+import type {
+  DependencyReport,
+  LatencyHistogram,
+  ReportRequest,
+  ReportResponse,
+  RetryBudgetPolicy,
+} from '@sluice/protocol';
 import { validationFailed } from '../common/api-error';
 import { BreakerMetrics } from '../breakers/breaker-metrics';
 import { DependencyRegistry } from '../dependencies/dependency-registry.service';
@@ -47,7 +53,11 @@ export class ReportsService {
             probes: entry.probes ?? [],
             latency: entry.latency && rebucket(entry.latency.boundsMs, entry.latency.counts),
           },
-          { budgetWindowSeconds: policy.retryBudget.windowSeconds, breaker: policy.breaker },
+          {
+            budgetWindowSeconds: policy.retryBudget.windowSeconds,
+            breaker: policy.breaker,
+            budgetRule: budgetRuleOf(policy.retryBudget),
+          },
         );
         this.breakerMetrics.observe({ namespace, dependency: entry.dep }, breaker);
         if (entry.retriesSucceeded) {
@@ -62,6 +72,11 @@ export class ReportsService {
     );
     return response;
   }
+}
+
+/** How the budget counts, for the limit and cap the dependency's history keeps with each step. */
+function budgetRuleOf({ mode, ratio, maxRatio, minRetriesPerSecond }: RetryBudgetPolicy): BudgetRule {
+  return { ratio, minRetriesPerSecond, ...(mode ? { mode } : {}), ...(maxRatio !== undefined ? { maxRatio } : {}) };
 }
 
 /** Two reported histograms as one, on the fixed bounds. */

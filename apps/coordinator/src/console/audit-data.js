@@ -2,7 +2,7 @@
 
 import { get, path } from './api.js';
 import { h } from './dom.js';
-import { dateTime } from './format.js';
+import { dateTime, forcedFor } from './format.js';
 
 /** @typedef {import('@sluice/protocol').AuditEntry} AuditEntry */
 /** @typedef {import('@sluice/protocol').AuditLog} AuditLog */
@@ -41,5 +41,6 @@ export function auditLine(entry) {
     { class: 'audit-line' },
     `Audit: ${dateTime(entry.at)} · ${entry.actor} · ${entry.action} · ${entry.namespace}/${entry.target}`,
     entry.reason ? ` · “${entry.reason}”` : '',
+    forcedFor(entry) ? ` · ${forcedFor(entry)}` : '',
   );
 }

@@ -1,5 +1,5 @@
-// Reading a namespace's dependencies, and the short history the charts draw (kept for as long as
-// the page is open: nothing of it is stored anywhere).
+// Reading a namespace's dependencies, a dependency's history as the coordinator keeps it, and the
+// readings the page makes (kept for as long as the page is open: nothing of them is stored anywhere).
 
 import { get, path } from './api.js';
 import { budgetUse } from './format.js';
@@ -7,6 +7,7 @@ import { budgetUse } from './format.js';
 /** @typedef {import('@sluice/protocol').BreakerItem} BreakerItem */
 /** @typedef {import('@sluice/protocol').BreakerList} BreakerList */
 /** @typedef {import('@sluice/protocol').DependencyView} DependencyView */
+/** @typedef {import('@sluice/protocol').DependencyHistory} DependencyHistory */
 
 const HISTORY_MS = 10 * 60 * 1000;
 const history = new Map();
@@ -35,6 +36,24 @@ export async function readView(namespace, dependency) {
   return view;
 }
 
+/**
+ * GET /v1/{ns}/deps/{dep}/history: the coordinator's last 15 minutes of the dependency, a point per
+ * 10 s step that had reports, as the chart reads them (`{ at, budgetUse, failureRate, state }`).
+ * @param {string} namespace
+ * @param {string} dependency
+ */
+export async function readHistory(namespace, dependency) {
+  /** @type {DependencyHistory} */
+  const history = await get(path('v1', namespace, 'deps', dependency, 'history'));
+  return history.points.map((point) => ({
+    at: point.at,
+    budgetUse: point.budgetUse,
+    // A step whose reports had no calls measured no failure rate.
+    failureRate: point.calls > 0 ? point.failureRate : null,
+    state: point.state,
+  }));
+}
+
 /** Runs `work` over `items`, at most `limit` at a time (the event stream holds one of the browser's connections). */
 export async function inBatches(items, limit, work) {
   const results = new Array(items.length);
@@ -61,7 +80,8 @@ function remember(namespace, dependency, view) {
   samples.push({
     at: now,
     budgetUse: Math.min(1, budgetUse(view.budget) ?? 0),
-    failureRate: view.breaker.failureRate,
+    // A window without calls measures no failure rate (0 % of 0 calls is not a recovery).
+    failureRate: view.breaker.calls > 0 ? view.breaker.failureRate : null,
     state: view.breaker.state,
   });
   while (samples.length > 0 && samples[0].at < now - HISTORY_MS) samples.shift();

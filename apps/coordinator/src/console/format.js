@@ -38,6 +38,31 @@ export function remaining(at, now = Date.now()) {
   return `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} m`;
 }
 
+/** A duration as an operator gave it: "90 s" → "1 m 30 s", "10 m", "2 h 5 m". */
+export function duration(ms) {
+  const seconds = Math.round(ms / 1000);
+  /** @type {Array<[number, string]>} */
+  const parts = [
+    [Math.floor(seconds / 3600), 'h'],
+    [Math.floor((seconds % 3600) / 60), 'm'],
+    [seconds % 60, 's'],
+  ];
+  const counted = parts.filter(([count]) => count > 0);
+  return counted.length === 0 ? '0 s' : counted.map(([count, unit]) => `${count} ${unit}`).join(' ');
+}
+
+/**
+ * How long an audited trip or force-close lasts: "for 10 m, until 14:55:01Z", "until reset", or
+ * null for another action.
+ * @param {{ action: string, durationMs?: number | null, endsAt?: number | null }} entry
+ */
+export function forcedFor(entry) {
+  if (typeof entry.durationMs === 'number') {
+    return `for ${duration(entry.durationMs)}${entry.endsAt ? `, until ${clock(entry.endsAt)}` : ''}`;
+  }
+  return entry.action === 'breaker.trip' || entry.action === 'breaker.force_close' ? 'until reset' : null;
+}
+
 /** "in 4 m 10 s" / "5 s ago", for since and openUntil. */
 export function relative(at, now = Date.now()) {
   if (!at) return '';

@@ -1,12 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { DeadLetter, DeadLetterPage } from '@sluice/protocol';
+import type { DeadLetter, DeadLetterPage, QueueItem, QueueList } from '@sluice/protocol';
 import type { QueueRef, Store, StoredDeadLetter } from '@sluice/store';
 import { AuditService } from '../audit/audit.service';
 import type { Principal } from '../auth/token-registry';
 import { notFound } from '../common/api-error';
 import { STORE } from '../store/store.provider';
 import { DeadLetterDepth } from './dead-letter-depth.service';
-import { DEAD_LETTERS } from './delivery-limits';
+import { readInBatches } from '../admin/read-in-batches';
+import { DEAD_LETTERS, DEAD_LETTER_QUEUES } from './delivery-limits';
 
 const DEFAULT_PAGE_SIZE = 100;
 
@@ -27,6 +28,25 @@ export class DeadLettersService {
     });
     this.depth.observe(ref, stored.depth);
     return { items: stored.items.map(toDeadLetter), next: stored.next };
+  }
+
+  /**
+   * A page of the namespace's queues that hold dead letters, by name, each with its count: the
+   * queues listed as parking within the retention, counted READ_BATCH at a time, the emptied ones
+   * left out.
+   */
+  async queues(namespace: string, page: { limit?: number; cursor?: string }): Promise<QueueList> {
+    const listed = await this.store.listDeadLetterQueues(namespace, {
+      retentionMs: DEAD_LETTER_QUEUES.retentionMs,
+      limit: page.limit ?? DEFAULT_PAGE_SIZE,
+      ...(page.cursor ? { after: page.cursor } : {}),
+    });
+    const counted = await readInBatches(listed.items, async ({ queue, lastDeadLetteredAt }): Promise<QueueItem> => ({
+      queue,
+      deadLetters: await this.store.countDeadLetters({ namespace, queue }, DEAD_LETTERS),
+      lastDeadLetteredAt,
+    }));
+    return { items: counted.filter((item) => item.deadLetters > 0), next: listed.next };
   }
 
   /** Hands the entry back for delivery again: it leaves the store and its attempt count restarts. */

@@ -5,6 +5,7 @@ import { JSONSchema } from 'class-validator-jsonschema';
 import {
   IDEMPOTENCY_KEY_PATTERN,
   MAX_DEAD_LETTER_PAGE,
+  RESOURCE_NAME_PATTERN,
   MAX_DELIVERY_ATTEMPT,
   MAX_DELIVERY_ERROR_LENGTH,
   MAX_PAYLOAD_BYTES,
@@ -62,7 +63,8 @@ export class DeliveryAckDto implements DeliveryAckRequest {
   messageId!: string;
 }
 
-export class DeadLetterPageQuery {
+/** The page size of the dead-letter lists. */
+class PageSizeQuery {
   @IsOptional()
   @Type(() => Number)
   @IsInt()
@@ -70,10 +72,20 @@ export class DeadLetterPageQuery {
   @Max(MAX_DEAD_LETTER_PAGE)
   @JSONSchema({ description: 'Page size.', default: 100 })
   limit?: number;
+}
 
+export class DeadLetterPageQuery extends PageSizeQuery {
   /** The `next` of the previous page. */
   @IsOptional()
   @Matches(/^\d{1,15}$/, { message: 'must be the next cursor of a previous page' })
   @JSONSchema({ description: 'The `next` of the previous page; absent: the first page.' })
+  cursor?: string;
+}
+
+export class QueuePageQuery extends PageSizeQuery {
+  /** The `next` of the previous page. */
+  @IsOptional()
+  @Matches(RESOURCE_NAME_PATTERN, { message: 'must be the next cursor of a previous page' })
+  @JSONSchema({ description: 'The `next` of the previous page (the last queue it listed); absent: the first page.' })
   cursor?: string;
 }

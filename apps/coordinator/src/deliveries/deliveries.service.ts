@@ -8,7 +8,7 @@ import { MetricsService } from '../metrics/metrics.service';
 import { PolicyService } from '../policies/policy.service';
 import { STORE } from '../store/store.provider';
 import { DeadLetterDepth } from './dead-letter-depth.service';
-import { ATTEMPT_RETENTION_MS, DEAD_LETTERS } from './delivery-limits';
+import { ATTEMPT_RETENTION_MS, DEAD_LETTERS, DEAD_LETTER_QUEUES } from './delivery-limits';
 
 /**
  * Counts failed deliveries under the queue's policy and parks a message past maxAttempts. With the
@@ -42,7 +42,11 @@ export class DeliveriesService {
       deadLetters: DEAD_LETTERS,
       ...(request.attempt !== undefined ? { attempt: request.attempt } : {}),
     });
-    if (outcome.deadLetter) this.depth.observe(ref, outcome.depth);
+    if (outcome.deadLetter) {
+      this.depth.observe(ref, outcome.depth);
+      // Listed for operators; a repeat of this attempt (after a 503 here) notes it again.
+      await this.store.noteDeadLetterQueue(ref, DEAD_LETTER_QUEUES);
+    }
     if (outcome.dropped > 0) this.reportDropped(ref, request.messageId, outcome.dropped);
     const random = request.attempt === undefined ? Math.random : jitterOf(ref, request.messageId, outcome.attempt);
     return {

@@ -1,5 +1,5 @@
 import { DAY_MS } from '@sluice/protocol';
-import type { DeadLetterRetention } from '@sluice/store';
+import type { DeadLetterQueueTerms, DeadLetterRetention } from '@sluice/store';
 
 /**
  * Dead letters are kept 14 days, at most 10,000 and 64 MiB of payloads and errors per queue (the
@@ -13,3 +13,12 @@ export const DEAD_LETTERS: DeadLetterRetention = {
 
 /** A message's attempt count is forgotten 7 days after its last failure. */
 export const ATTEMPT_RETENTION_MS = 7 * DAY_MS;
+
+/**
+ * The queues that parked dead letters are listed per namespace for as long as dead letters are
+ * kept, at most 10,000 of them (the least recently parking go first).
+ */
+export const DEAD_LETTER_QUEUES: DeadLetterQueueTerms = {
+  retentionMs: DEAD_LETTERS.retentionMs,
+  maxQueues: 10_000,
+};

@@ -30,12 +30,14 @@ import {
   type DeadLetterPage,
   type DeliveryAttemptResponse,
   type DependencyBudgetView,
+  type DependencyHistory,
   type DependencyPolicy,
   type DependencyUsage,
   type DependencyView,
   type ErrorBody,
   type ErrorDetail,
   type Health,
+  type HistoryPoint,
   type IdempotencyClaimed,
   type IdempotencyCompleted,
   type IdempotencyInFlightBody,
@@ -50,6 +52,8 @@ import {
   type PolicyDocumentPage,
   type PolicyEvent,
   type ProbeGrant,
+  type QueueItem,
+  type QueueList,
   type RateLimitPolicy,
   type Readiness,
   type ServiceIndex,
@@ -111,6 +115,8 @@ export interface ResponseComponents {
   DependencyPolicy: DependencyPolicy;
   DependencyUsage: DependencyUsage;
   DependencyView: DependencyView;
+  HistoryPoint: HistoryPoint;
+  DependencyHistory: DependencyHistory;
   LeaseRenewal: LeaseRenewal;
   TakeDecision: TakeDecision;
   StoredResponse: StoredResponse;
@@ -120,6 +126,8 @@ export interface ResponseComponents {
   DeliveryAttemptResponse: DeliveryAttemptResponse;
   DeadLetter: DeadLetter;
   DeadLetterPage: DeadLetterPage;
+  QueueItem: QueueItem;
+  QueueList: QueueList;
   BreakerItem: BreakerItem;
   BreakerActionResult: BreakerActionResult;
   BreakerList: BreakerList;
@@ -388,6 +396,30 @@ const DependencyViewSchema = objectSchema<DependencyView>({
   policy: ref('DependencyPolicy'),
 });
 
+const HistoryPointSchema = objectSchema<HistoryPoint>(
+  {
+    at: instant('When the step starts (a multiple of `stepMs`)'),
+    calls: integer('Calls reported within the step (successes and failures).'),
+    failureRate: number('Failed share of those calls, 0–1 (0 without calls).'),
+    slowRate: number('Slow share of those calls, 0–1 (0 without calls).'),
+    budget: ref('BudgetView', 'The budget window as the step\u2019s last report left it.'),
+    budgetUse: number(
+      'How much of the budget was used: max(max(retries − retriesSucceeded, 0) / limit, retries / cap); 1 or ' +
+        'more: no retry fitted.',
+    ),
+    state: breakerState('The breaker\u2019s state after the step\u2019s last report.'),
+  },
+  { description: 'One step of a dependency\u2019s history: what the reports within it said.' },
+);
+
+const DependencyHistorySchema = objectSchema<DependencyHistory>({
+  namespace: string(),
+  dependency: string(),
+  stepMs: integer('The resolution: one point per step (10,000 ms).'),
+  spanMs: integer('How far back the history goes (900,000 ms: 15 minutes).'),
+  points: arrayOf(ref('HistoryPoint'), 'One per step that had reports, oldest first; a step without reports has none.'),
+});
+
 const TakeDecisionSchema = objectSchema<TakeDecision>({
   allow: boolean('Whether the take was granted (in shadow mode always true).'),
   limit: integer('The burst (also `RateLimit-Limit`).'),
@@ -459,6 +491,17 @@ const DeadLetterPageSchema = objectSchema<DeadLetterPage>({
   next: string('The `cursor` of the next page; null on the last page.', { nullable: true }),
 });
 
+const QueueItemSchema = objectSchema<QueueItem>({
+  queue: string(),
+  deadLetters: integer('How many dead letters the queue holds now (at least 1).'),
+  lastDeadLetteredAt: instant('When the queue last parked a message'),
+});
+
+const QueueListSchema = objectSchema<QueueList>({
+  items: arrayOf(ref('QueueItem'), 'By name; a page may hold fewer than `limit` (a queue emptied since is left out).'),
+  next: string('The `cursor` of the next page; null on the last page.', { nullable: true }),
+});
+
 const BREAKER_ITEM_PROPERTIES = {
   dependency: string(),
   state: breakerState('The breaker state.'),
@@ -506,6 +549,12 @@ const AuditEntrySchema = objectSchema<AuditEntry>({
   namespace: string(),
   target: string('The dependency, the policy document (`default`, `deps/{dep}`, …) or `{queue}/{id}`.'),
   reason: string('The reason given (`reason` or `?reason=`); null if none.', { nullable: true }),
+  durationMs: integer(
+    'How long the forced state a trip or force-close set lasts (its `durationSeconds`); null until reset, or ' +
+      'for another action.',
+    { nullable: true },
+  ),
+  endsAt: nullableInstant('When that forced state ends; null until reset, or for another action'),
 });
 
 const BreakerListSchema = objectSchema<BreakerList>({ items: arrayOf(ref('BreakerItem')) });
@@ -599,6 +648,8 @@ export const RESPONSE_SCHEMAS: { [K in keyof ResponseComponents]: DescribedObjec
   DependencyPolicy: DependencyPolicySchema,
   DependencyUsage: DependencyUsageSchema,
   DependencyView: DependencyViewSchema,
+  HistoryPoint: HistoryPointSchema,
+  DependencyHistory: DependencyHistorySchema,
   LeaseRenewal: objectSchema<LeaseRenewal>({ expiresAt: instant('When the renewed lease lapses') }),
   TakeDecision: TakeDecisionSchema,
   StoredResponse: StoredResponseSchema,
@@ -608,6 +659,8 @@ export const RESPONSE_SCHEMAS: { [K in keyof ResponseComponents]: DescribedObjec
   DeliveryAttemptResponse: DeliveryAttemptResponseSchema,
   DeadLetter: DeadLetterSchema,
   DeadLetterPage: DeadLetterPageSchema,
+  QueueItem: QueueItemSchema,
+  QueueList: QueueListSchema,
   BreakerItem: BreakerItemSchema,
   BreakerActionResult: BreakerActionResultSchema,
   BreakerList: BreakerListSchema,

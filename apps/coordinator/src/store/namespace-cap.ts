@@ -23,6 +23,7 @@ const STATE_CREATING = [
   'writePolicy',
   'claimIdempotencyKey',
   'recordDeliveryAttempt',
+  'noteDeadLetterQueue',
 ] as const satisfies ReadonlyArray<keyof Store>;
 
 /** What the capped store remembers of the namespaces it registered. */

@@ -1,4 +1,5 @@
 import { Logger, type Provider } from '@nestjs/common';
+import { systemClock, type Clock } from '@sluice/core';
 import {
   MemoryStore,
   RedisStore,
@@ -15,9 +16,11 @@ import { RedisConnectionLog } from './redis-connection-log';
 import { capNamespaces } from './namespace-cap';
 
 export const STORE = Symbol('STORE');
+/** The embedded store's clock (CoreModuleOptions.storeClock). */
+export const STORE_CLOCK = Symbol('STORE_CLOCK');
 
 /** Redis (standalone or Cluster) when configured, else the embedded single-process store. */
-export function createStore(config: SluiceConfig, logger = new Logger('Store')): Store {
+export function createStore(config: SluiceConfig, logger = new Logger('Store'), clock: Clock = systemClock): Store {
   const keys = new SluiceKeys(config.keyPrefix);
   if (config.redisClusterNodes || config.redisUrl) {
     const connection = {
@@ -50,7 +53,7 @@ export function createStore(config: SluiceConfig, logger = new Logger('Store')):
     'SLUICE_REDIS_URL is not set: running on the embedded single-process store. ' +
       'State is not shared with other instances and is lost on restart.',
   );
-  return new MemoryStore({ keys });
+  return new MemoryStore({ keys, clock });
 }
 
 function redactUrl(url: string): string {
@@ -59,7 +62,7 @@ function redactUrl(url: string): string {
 
 export const storeProvider: Provider = {
   provide: STORE,
-  inject: [SLUICE_CONFIG, MetricsService],
-  useFactory: (config: SluiceConfig, metrics: MetricsService): Store =>
-    capNamespaces(instrumentStore(createStore(config), metrics), config.maxNamespaces),
+  inject: [SLUICE_CONFIG, MetricsService, STORE_CLOCK],
+  useFactory: (config: SluiceConfig, metrics: MetricsService, clock: Clock): Store =>
+    capNamespaces(instrumentStore(createStore(config, undefined, clock), metrics), config.maxNamespaces),
 };

@@ -7,7 +7,7 @@ export function memoryAudit(context: MemoryContext): AuditStore {
   return {
     async appendAudit(record) {
       const at = context.now();
-      entries.push({ ...record, at });
+      entries.push({ ...record, durationMs: record.durationMs ?? null, endsAt: record.endsAt ?? null, at });
       if (entries.length > AUDIT_ENTRIES_KEPT) entries.splice(0, entries.length - AUDIT_ENTRIES_KEPT);
       return at;
     },

@@ -1,5 +1,7 @@
 import {
   deadLetterPage,
+  deadLetterQueuePage,
+  noteDeadLetterQueue,
   pruneDeadLetters,
   recordDeliveryAttempt,
   removeDeadLetter,
@@ -15,6 +17,8 @@ export function memoryDeliveries(context: MemoryContext): DeliveryStore {
   const { keys } = context;
   const attempts = new ExpiringMap<AttemptCounter>();
   const queues = new ExpiringMap<DeadLetterQueue>();
+  /** Namespace (its SluiceKeys `deadLetterQueues` key) → queue → latest parking. */
+  const parkingQueues = new Map<string, Map<string, number>>();
   const queueKey = (ref: QueueRef) => keys.queue(ref.namespace, ref.queue).deadLetters;
   const queueOf = (ref: QueueRef, now: number) => queues.get(queueKey(ref), now);
   /** Takes a dead letter out, and its message's attempt count with it. */
@@ -58,6 +62,20 @@ export function memoryDeliveries(context: MemoryContext): DeliveryStore {
     async countDeadLetters(ref, retention) {
       const now = context.now();
       return pruneDeadLetters(queueOf(ref, now), retention, now).depth;
+    },
+
+    async noteDeadLetterQueue(ref, terms) {
+      const key = keys.namespace(ref.namespace).deadLetterQueues;
+      let index = parkingQueues.get(key);
+      if (!index) parkingQueues.set(key, (index = new Map()));
+      noteDeadLetterQueue(index, ref.queue, context.now(), terms);
+    },
+
+    async listDeadLetterQueues(namespace, page) {
+      const key = keys.namespace(namespace).deadLetterQueues;
+      const listed = deadLetterQueuePage(parkingQueues.get(key), context.now(), page);
+      if (parkingQueues.get(key)?.size === 0) parkingQueues.delete(key);
+      return listed;
     },
   };
 }

@@ -8,6 +8,7 @@ import { MemoryContext } from './context';
 import { memoryDecisions } from './decisions';
 import { memoryDeliveries } from './deliveries';
 import { memoryEvents } from './events';
+import { memoryHistory } from './history';
 import { memoryIdempotency } from './idempotency';
 import { memoryLimits } from './limits';
 import { memoryPolicies } from './policies';
@@ -30,6 +31,7 @@ export class MemoryStore extends ComposedStore implements Store {
       ...memoryRetryBatches(context),
       ...memoryLimits(context),
       ...memoryBreakers(context),
+      ...memoryHistory(context),
       ...memoryRegistry(context),
       ...memoryPolicies(context),
       ...memoryAudit(context),

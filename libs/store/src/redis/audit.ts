@@ -2,6 +2,9 @@ import type { SluiceKeys } from '../keys';
 import { AUDIT_ENTRIES_KEPT, type AuditEntry, type AuditStore } from '../roles/audit';
 import type { ScriptRunner } from './script-runner';
 
+/** Values per entry in read_audit-1.lua's reply. */
+const AUDIT_ENTRY_VALUES = 8;
+
 /** The audit log, a capped stream: append_audit-1.lua and read_audit-1.lua. */
 export function redisAudit(scripts: ScriptRunner, keys: SluiceKeys): AuditStore {
   return {
@@ -15,6 +18,8 @@ export function redisAudit(scripts: ScriptRunner, keys: SluiceKeys): AuditStore 
         record.namespace,
         record.target,
         record.reason ?? '',
+        record.durationMs ?? '',
+        record.endsAt ?? '',
       );
       return Number(at);
     },
@@ -22,7 +27,7 @@ export function redisAudit(scripts: ScriptRunner, keys: SluiceKeys): AuditStore 
     async readAudit(query) {
       const reply = await scripts.run('read_audit', keys.audit(), query.namespace ?? '', query.limit);
       const entries: AuditEntry[] = [];
-      for (let i = 0; i + 5 < reply.length; i += 6) {
+      for (let i = 0; i + AUDIT_ENTRY_VALUES - 1 < reply.length; i += AUDIT_ENTRY_VALUES) {
         entries.push({
           at: Number(reply[i]),
           actor: String(reply[i + 1]),
@@ -30,6 +35,8 @@ export function redisAudit(scripts: ScriptRunner, keys: SluiceKeys): AuditStore 
           namespace: String(reply[i + 3]),
           target: String(reply[i + 4]),
           reason: reply[i + 5] === '' ? null : String(reply[i + 5]),
+          durationMs: reply[i + 6] === '' ? null : Number(reply[i + 6]),
+          endsAt: reply[i + 7] === '' ? null : Number(reply[i + 7]),
         });
       }
       return entries;

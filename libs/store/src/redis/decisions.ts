@@ -1,3 +1,4 @@
+import { outcomeBudgetPolicy, type OutcomePolicy } from '@sluice/core';
 import { DEFAULT_DEPENDENCY_POLICY } from '@sluice/protocol';
 import type { SluiceKeys } from '../keys';
 import { admitOutcomeTtlMs, retryOutcomeTtlMs } from '../request-outcomes';
@@ -14,6 +15,18 @@ function admissionPolicy({ breaker, rateLimit, concurrency }: AdmitRequest): str
     ...(rateLimit && rateLimit.rate > 0 ? { rateLimit } : {}),
     ...(concurrency && concurrency.limit > 0 ? { concurrency } : {}),
   });
+}
+
+/** The budget's rule as record_outcomes-8.lua reads it: every field given, the defaults filled in. */
+function budgetRuleOf(policy: OutcomePolicy): {
+  mode: string;
+  ratio: number;
+  maxRatio: number;
+  minRetriesPerSecond: number;
+} {
+  const budget = outcomeBudgetPolicy(policy);
+  const [mode, maxRatio] = budgetModeArgs(budget);
+  return { mode, ratio: budget.ratio, maxRatio, minRetriesPerSecond: budget.minRetriesPerSecond };
 }
 
 /**
@@ -36,7 +49,7 @@ export function retryDecisionFromReply(
   };
 }
 
-/** The decision path: decide_retry-4.lua, record_outcomes-7.lua and admit-5.lua. */
+/** The decision path: decide_retry-4.lua, record_outcomes-8.lua and admit-5.lua. */
 export function redisDecisions(scripts: ScriptRunner, keys: SluiceKeys): Omit<DecisionStore, 'decideRetries'> {
   return {
     async decideRetry(ref, request) {
@@ -79,6 +92,7 @@ export function redisDecisions(scripts: ScriptRunner, keys: SluiceKeys): Omit<De
         dependency.probes,
         dependency.latency,
         dependency.activeReporters,
+        dependency.history,
         JSON.stringify({
           reporter,
           requests,
@@ -91,7 +105,11 @@ export function redisDecisions(scripts: ScriptRunner, keys: SluiceKeys): Omit<De
           ...(latency ? { latency } : {}),
           ...(reporters && reporters.length > 0 ? { reporters } : {}),
         }),
-        JSON.stringify({ budgetWindowSeconds: policy.budgetWindowSeconds, breaker: policy.breaker }),
+        JSON.stringify({
+          budgetWindowSeconds: policy.budgetWindowSeconds,
+          breaker: policy.breaker,
+          budget: budgetRuleOf(policy),
+        }),
         dependency.events,
         ref.dependency,
       );

@@ -82,5 +82,30 @@ export function redisDeliveries(scripts: ScriptRunner, keys: SluiceKeys): Delive
         retention.maxBytes ?? -1,
       );
     },
+
+    async noteDeadLetterQueue(ref, terms) {
+      await scripts.run(
+        'note_dead_letter_queue',
+        keys.namespace(ref.namespace).deadLetterQueues,
+        ref.queue,
+        terms.retentionMs,
+        terms.maxQueues,
+      );
+    },
+
+    async listDeadLetterQueues(namespace, page) {
+      const [next, ...listed] = await scripts.run(
+        'list_dead_letter_queues',
+        keys.namespace(namespace).deadLetterQueues,
+        page.retentionMs,
+        page.after ?? '',
+        page.limit,
+      );
+      const items = [];
+      for (let i = 0; i + 1 < listed.length; i += 2) {
+        items.push({ queue: String(listed[i]), lastDeadLetteredAt: Number(listed[i + 1]) });
+      }
+      return { items, next: next === '' ? null : String(next) };
+    },
   };
 }

@@ -10,6 +10,7 @@ import { redisDecisions } from './decisions';
 import { redisDeliveries } from './deliveries';
 import { RedisEventSubscriber } from './event-subscriber';
 import { redisEvents } from './events';
+import { redisHistory } from './history';
 import { redisIdempotency } from './idempotency';
 import { redisLimits } from './limits';
 import { redisPolicies } from './policies';
@@ -49,6 +50,7 @@ export class RedisStore extends ComposedStore implements Store {
       ...redisRetryBatches(scripts, keys),
       ...redisLimits(scripts, keys),
       ...redisBreakers(scripts, keys),
+      ...redisHistory(scripts, keys),
       ...redisRegistry(scripts, keys),
       ...redisPolicies(scripts, keys),
       ...redisAudit(scripts, keys),

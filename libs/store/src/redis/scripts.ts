@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClientContext, Result } from 'ioredis';
-import { LATENCY_BOUNDS_MS, MAX_REPORTERS } from '@sluice/core';
+import { HISTORY_STEPS, HISTORY_STEP_SECONDS, LATENCY_BOUNDS_MS, MAX_REPORTERS } from '@sluice/core';
 import type { RedisClient } from './connection';
 import { expandIncludes } from './lua-includes';
 import { luaCodeTable } from './script-codes';
@@ -24,6 +24,7 @@ export interface ScriptReplies {
   renew_lease: number[];
   set_breaker: FlatReply;
   read_dependency: FlatReply;
+  read_history: string[];
   register_name: number;
   register_dependency: number;
   list_names: string[];
@@ -44,6 +45,8 @@ export interface ScriptReplies {
   redrive_dead_letter: string | null;
   purge_dead_letter: number;
   count_dead_letters: number;
+  note_dead_letter_queue: number;
+  list_dead_letter_queues: [next: string, ...listed: Array<string | number>];
   read_store_epoch: [epoch: string, created: number];
   reassert_breaker: FlatReply;
 }
@@ -72,6 +75,8 @@ const GENERATED = /\$\{([A-Z_]+)\}/g;
 const GENERATORS: Record<string, () => string> = {
   LATENCY_BOUNDS_MS: () => LATENCY_BOUNDS_MS.join(', '),
   MAX_REPORTERS: () => String(MAX_REPORTERS),
+  HISTORY_STEP_SECONDS: () => String(HISTORY_STEP_SECONDS),
+  HISTORY_STEPS: () => String(HISTORY_STEPS),
   SCRIPT_CODES: luaCodeTable,
 };
 

@@ -7,11 +7,17 @@ export interface AuditRecord {
   namespace: string;
   target: string;
   reason: string | null;
+  /** How long the forced state an action set lasts (a trip or force-close with a duration); null otherwise. */
+  durationMs?: number | null;
+  /** When that forced state ends (epoch ms); null otherwise. */
+  endsAt?: number | null;
 }
 
 export interface AuditEntry extends AuditRecord {
   /** When it was recorded (epoch ms, the store's clock). */
   at: number;
+  durationMs: number | null;
+  endsAt: number | null;
 }
 
 /** The log of operators' actions (trips, resets, policy changes, redrives). */

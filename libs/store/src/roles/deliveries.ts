@@ -1,6 +1,20 @@
-import type { DeadLetterRetention, DeliveryAttemptInput, DeliveryAttemptOutcome, StoredDeadLetter } from '@sluice/core';
+import type {
+  DeadLetterQueuePage,
+  DeadLetterQueueTerms,
+  DeadLetterRetention,
+  DeliveryAttemptInput,
+  DeliveryAttemptOutcome,
+  StoredDeadLetter,
+} from '@sluice/core';
 
-export type { DeadLetterRetention, DeliveryAttemptOutcome, StoredDeadLetter } from '@sluice/core';
+export type {
+  DeadLetterQueuePage,
+  DeadLetterQueueTerms,
+  DeadLetterRetention,
+  DeliveryAttemptOutcome,
+  NotedDeadLetterQueue,
+  StoredDeadLetter,
+} from '@sluice/core';
 
 /** One queue of one namespace. */
 export interface QueueRef {
@@ -43,4 +57,16 @@ export interface DeliveryStore {
 
   /** How many dead letters the queue holds (pruning those past their retention). */
   countDeadLetters(ref: QueueRef, retention: DeadLetterRetention): Promise<number>;
+
+  /**
+   * Notes that the queue parked a dead letter, in its namespace's list of such queues (another
+   * slot than the queue's: a call of its own, after the parking).
+   */
+  noteDeadLetterQueue(ref: QueueRef, terms: DeadLetterQueueTerms): Promise<void>;
+
+  /** A page of the namespace's queues that parked dead letters within the retention, by name. */
+  listDeadLetterQueues(
+    namespace: string,
+    page: { retentionMs: number; limit: number; after?: string },
+  ): Promise<DeadLetterQueuePage>;
 }

@@ -1,4 +1,4 @@
-import { LATENCY_BOUNDS_MS, type RandomSource } from '@sluice/core';
+import { LATENCY_BOUNDS_MS, type BudgetRule, type RandomSource } from '@sluice/core';
 import type { BreakerPolicy, ConcurrencyPolicy, RateLimitPolicy, RetryBudgetPolicy } from '@sluice/protocol';
 import type {
   AdmitRequest,
@@ -44,7 +44,9 @@ export type Op =
       batch: OutcomeBatch;
       budgetWindowSeconds: number;
       breaker: BreakerPolicy;
+      budgetRule?: BudgetRule;
     }
+  | { op: 'readHistory'; ref: DependencyRef }
   | ({ op: 'admit'; ref: DependencyRef } & AdmitRequest)
   | { op: 'releaseLease'; ref: DependencyRef; leaseId: string }
   | { op: 'renewLease'; ref: DependencyRef; leaseId: string; leaseMs: number }
@@ -72,7 +74,16 @@ export type Op =
       condition?: PolicyWriteCondition;
     }
   | { op: 'readPolicies'; namespace: string }
-  | { op: 'appendAudit'; actor: string; action: string; namespace: string; target: string; reason: string | null }
+  | {
+      op: 'appendAudit';
+      actor: string;
+      action: string;
+      namespace: string;
+      target: string;
+      reason: string | null;
+      durationMs?: number | null;
+      endsAt?: number | null;
+    }
   | { op: 'readAudit'; namespace?: string; limit: number }
   | {
       op: 'claimIdempotencyKey';
@@ -102,6 +113,8 @@ export type Op =
   | { op: 'redriveDeadLetter'; ref: QueueRef; messageId: string }
   | { op: 'purgeDeadLetter'; ref: QueueRef; messageId: string }
   | { op: 'countDeadLetters'; ref: QueueRef; retention: DeadLetterRetention }
+  | { op: 'noteDeadLetterQueue'; ref: QueueRef; retentionMs: number; maxQueues: number }
+  | { op: 'listDeadLetterQueues'; namespace: string; retentionMs: number; limit: number; after?: string }
   | { op: 'readStoreEpochs' };
 
 export type OpName = Op['op'];
@@ -140,6 +153,8 @@ const QUEUES: QueueRef[] = [
   { namespace: 'ns1', queue: 'orders' },
   { namespace: 'ns2', queue: 'emails' },
 ];
+/** Queues noted in a namespace's list of those that parked dead letters (names only: nothing is parked in them). */
+const NOTED_QUEUES = ['orders', 'emails', 'invoices', 'refunds'];
 const MESSAGES = ['m1', 'm2', 'm3', 'm4'];
 const REPORTERS = ['pod-1', 'pod-2', 'pod-3'];
 
@@ -330,12 +345,14 @@ const GENERATORS: Array<[weight: number, generate: Generator]> = [
     8,
     (c, terms, issued) => {
       const ref = c.pick(DEPENDENCIES);
+      const { windowSeconds, maxAttempts: _, ...rule } = someBudget(c, terms);
       return {
         op: 'recordOutcomes',
         ref,
         batch: randomBatch(c, probeTokensOf(issued, ref)),
-        budgetWindowSeconds: someBudget(c, terms).windowSeconds,
+        budgetWindowSeconds: windowSeconds,
         breaker: someBreaker(c, terms),
+        ...(c.chance(0.8) ? { budgetRule: rule } : {}),
       };
     },
   ],
@@ -455,6 +472,7 @@ const GENERATORS: Array<[weight: number, generate: Generator]> = [
       namespace: c.pick(NAMESPACES),
       target: 'api',
       reason: c.chance(0.5) ? 'drill' : null,
+      ...(c.chance(0.5) ? { durationMs: c.int(1, 9) * 60_000, endsAt: c.int(1, 9) * 1_000_000 } : {}),
     }),
   ],
   [
@@ -522,6 +540,25 @@ const GENERATORS: Array<[weight: number, generate: Generator]> = [
   [1, (c) => ({ op: 'purgeDeadLetter', ref: c.pick(QUEUES), messageId: c.pick(MESSAGES) })],
   [1, () => ({ op: 'readStoreEpochs' })],
   [2, probeCycle],
+  [
+    2,
+    (c, terms) => ({
+      op: 'noteDeadLetterQueue',
+      ref: { namespace: c.pick(NAMESPACES), queue: c.pick(NOTED_QUEUES) },
+      retentionMs: terms.deadLetters.retentionMs,
+      maxQueues: c.int(1, 3),
+    }),
+  ],
+  [
+    1,
+    (c, terms) => ({
+      op: 'listDeadLetterQueues',
+      namespace: c.pick(NAMESPACES),
+      retentionMs: terms.deadLetters.retentionMs,
+      limit: c.int(1, 3),
+      ...(c.chance(0.3) ? { after: c.pick(NOTED_QUEUES) } : {}),
+    }),
+  ],
 ];
 
 /** The retention a namespace's dependencies are registered and listed with. */
@@ -582,9 +619,10 @@ function readBack(op: Op, c: Chooser, terms: Terms): Op[] {
     ...(c.chance(0.5) ? { rateLimit: terms.rateLimit } : {}),
   });
   switch (op.op) {
+    case 'recordOutcomes':
+      return [readDependency(op.ref), { op: 'readHistory', ref: op.ref }];
     case 'decideRetry':
     case 'decideRetries':
-    case 'recordOutcomes':
     case 'admit':
     case 'releaseLease':
     case 'renewLease':
@@ -615,6 +653,15 @@ function readBack(op: Op, c: Chooser, terms: Terms): Op[] {
     case 'redriveDeadLetter':
     case 'purgeDeadLetter':
       return [{ op: 'countDeadLetters', ref: op.ref, retention: terms.deadLetters }];
+    case 'noteDeadLetterQueue':
+      return [
+        {
+          op: 'listDeadLetterQueues',
+          namespace: op.ref.namespace,
+          retentionMs: op.retentionMs,
+          limit: c.int(1, 4),
+        },
+      ];
     case 'pass':
       // Time passed: what lapsed shows in a read of something.
       return [readDependency(c.pick(DEPENDENCIES)), { op: 'readIdempotencyKey', ref: c.pick(IDEMPOTENCY_KEYS) }];
@@ -678,5 +725,8 @@ export const GENERATED_OPS: ReadonlySet<OpName> = new Set<OpName>([
   'redriveDeadLetter',
   'purgeDeadLetter',
   'countDeadLetters',
+  'noteDeadLetterQueue',
+  'listDeadLetterQueues',
+  'readHistory',
   'readStoreEpochs',
 ]);

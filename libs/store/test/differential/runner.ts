@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { ManualClock } from '@sluice/core';
+import { HISTORY_TTL_SECONDS, ManualClock } from '@sluice/core';
 import { Cluster } from 'ioredis';
 import { MemoryStore, type RedisStore, type SluiceKeys } from '../../src';
 import { loadScript, scriptFiles } from '../../src/redis/scripts';
@@ -48,6 +48,7 @@ async function serverMs(client: RedisStore['client'], key: string): Promise<numb
 
 /** A key in the slot an operation's script runs on (its first key's hash tag). */
 function slotKey(op: Op, keys: SluiceKeys): string {
+  if (op.op === 'noteDeadLetterQueue') return keys.namespace(op.ref.namespace).deadLetterQueues;
   if ('ref' in op) {
     const { ref } = op;
     if ('dependency' in ref) return keys.dependency(ref.namespace, ref.dependency).breaker;
@@ -56,6 +57,7 @@ function slotKey(op: Op, keys: SluiceKeys): string {
     if ('key' in ref && op.op !== 'writePolicy') return keys.idempotency(ref.namespace, ref.key).record;
   }
   if (op.op === 'keepForcedListed') return keys.namespace(op.ref.namespace).forced;
+  if (op.op === 'listDeadLetterQueues') return keys.namespace(op.namespace).deadLetterQueues;
   if ('namespace' in op && op.namespace !== undefined && op.op !== 'appendAudit')
     return keys.namespace(op.namespace).dependencies;
   if (op.op === 'registerNamespace' || op.op === 'listNamespaces') return keys.namespaces();
@@ -245,12 +247,14 @@ const DAY = 86_400 * SECOND;
  */
 const TTL_BOUNDS: Array<[RegExp, number | null]> = [
   [/^:(budget|active-reporters|outcomes|reporters|latency)$/, (LONGEST.windowSeconds + 2) * SECOND],
+  [/^:history$/, HISTORY_TTL_SECONDS * SECOND],
   [/^:breaker$/, DAY + LONGEST.openMs],
   [/^:(callers|deps)$/, LONGEST.heldRegistrationMs],
   [/^:namespaces$/, LONGEST.retentionMs],
   [/^:(probes|leases)$/, LONGEST.leaseMs + SECOND],
   [/^:rate$/, 10 * LONGEST.rateLimitPeriodMs],
   [/^:forced$/, LONGEST.openMs],
+  [/^:dlq-queues$/, LONGEST.retentionMs],
   [/^:(retry|admit|take):.+$/, 2 * 60 * SECOND],
   [/^:record$/, LONGEST.retentionMs],
   [/^:(attempts:.+|dlq|dlq-index)$/, LONGEST.retentionMs],
@@ -294,6 +298,7 @@ function keysOf(op: Op, keys: SluiceKeys): string[] {
     if (op.op === 'admit' && op.requestId !== undefined) requestKeys.push(requests.admit(op.requestId));
     return [...Object.values(stored), ...requestKeys];
   }
+  if (op.op === 'noteDeadLetterQueue') return [keys.namespace(op.ref.namespace).deadLetterQueues];
   if ('ref' in op && 'queue' in op.ref) {
     const { namespace, queue } = op.ref;
     const queueKeys = keys.queue(namespace, queue);

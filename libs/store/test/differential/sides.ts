@@ -85,6 +85,7 @@ export class Side {
         const recorded = await store.recordOutcomes(op.ref, op.batch, {
           budgetWindowSeconds: op.budgetWindowSeconds,
           breaker: op.breaker,
+          ...(op.budgetRule ? { budgetRule: op.budgetRule } : {}),
         });
         this.sawBreaker(op.ref, recorded.breaker.record);
         return recorded;
@@ -196,6 +197,16 @@ export class Side {
         return store.purgeDeadLetter(op.ref, op.messageId);
       case 'countDeadLetters':
         return store.countDeadLetters(op.ref, op.retention);
+      case 'readHistory':
+        return store.readHistory(op.ref);
+      case 'noteDeadLetterQueue':
+        return store.noteDeadLetterQueue(op.ref, { retentionMs: op.retentionMs, maxQueues: op.maxQueues });
+      case 'listDeadLetterQueues':
+        return store.listDeadLetterQueues(op.namespace, {
+          retentionMs: op.retentionMs,
+          limit: op.limit,
+          ...(op.after ? { after: op.after } : {}),
+        });
       case 'readStoreEpochs': {
         // Not compared: the embedded store has one shard whose epoch never changes (it lives and
         // dies with its process), Redis one per master, taking the candidate when it has none.

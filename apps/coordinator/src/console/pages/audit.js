@@ -4,7 +4,7 @@
 import { h, render } from '../dom.js';
 import { describeError } from '../api.js';
 import { readAudit } from '../audit-data.js';
-import { dateTime } from '../format.js';
+import { dateTime, forcedFor } from '../format.js';
 import { listNamespaces } from '../namespaces.js';
 import { field, notice, sortableTable } from '../widgets.js';
 
@@ -14,6 +14,12 @@ const COLUMNS = [
   { key: 'action', label: 'Action', value: (entry) => entry.action, cell: (entry) => h('code', {}, entry.action) },
   { key: 'namespace', label: 'Namespace', value: (entry) => entry.namespace, cell: (entry) => entry.namespace },
   { key: 'target', label: 'Target', value: (entry) => entry.target, cell: (entry) => entry.target },
+  {
+    key: 'lasting',
+    label: 'For',
+    value: (entry) => entry.durationMs ?? (forcedFor(entry) ? Number.POSITIVE_INFINITY : -1),
+    cell: (entry) => forcedFor(entry) ?? h('span', { class: 'muted' }, '—'),
+  },
   {
     key: 'reason',
     label: 'Why',

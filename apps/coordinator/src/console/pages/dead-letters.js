@@ -1,5 +1,6 @@
-// Dead letters of one queue: a paged list, an entry's payload and last error, redrive and purge
-// (each confirmed, and shown with the audit entry it made).
+// Dead letters: the namespace's queues that hold some, and one queue's, a page at a time: an
+// entry's payload and last error, redrive and purge (each confirmed, and shown with the audit
+// entry it made).
 
 import { h, render } from '../dom.js';
 import { describeError, get, path, request } from '../api.js';
@@ -10,12 +11,14 @@ import { listNamespaces, namespaceField } from '../namespaces.js';
 import { confirmAction, field, notice } from '../widgets.js';
 
 const PAGE_SIZE = 10;
+const QUEUE_PAGE_SIZE = 50;
 
 export function deadLettersPage(container, params, { navigate }) {
   const [namespace, queue = ''] = params;
   const form = h('form', { class: 'row', onsubmit: (event) => event.preventDefault() });
+  const queues = h('section', { 'aria-labelledby': 'queues-title' });
   const list = h('div');
-  render(container, h('h1', {}, 'Dead letters'), form, list);
+  render(container, h('h1', {}, 'Dead letters'), form, queues, list);
   listNamespaces()
     .catch(() => [])
     .then((namespaces) => {
@@ -23,7 +26,7 @@ export function deadLettersPage(container, params, { navigate }) {
       const queueInput = h('input', { id: 'queue', value: queue, spellcheck: 'false', autocomplete: 'off' });
       render(
         form,
-        namespaceField(namespaces, ns, () => {}),
+        namespaceField(namespaces, ns, (chosen) => navigate('dead-letters', chosen)),
         field('Queue', queueInput),
         h(
           'button',
@@ -37,12 +40,83 @@ export function deadLettersPage(container, params, { navigate }) {
           'Show',
         ),
       );
-      if (ns && queue) showQueue(list, { namespace: ns, queue });
+      const reloadQueues = ns ? showQueues(queues, ns, queue) : () => undefined;
+      if (ns && queue) showQueue(list, { namespace: ns, queue }, reloadQueues);
     });
   return undefined;
 }
 
-function showQueue(container, ref) {
+/**
+ * The namespace's queues that hold dead letters (GET /admin/v1/{ns}/queues), each a link to its
+ * entries. Returns a function that reads them again from the first page.
+ */
+function showQueues(container, namespace, selected) {
+  const body = h('div');
+  render(container, h('h2', { id: 'queues-title' }, `Queues with dead letters in ${namespace}`), body);
+  /** @type {import('@sluice/protocol').QueueItem[]} */
+  const items = [];
+  const load = async (cursor) => {
+    if (!cursor) items.length = 0;
+    const query = new URLSearchParams({ limit: String(QUEUE_PAGE_SIZE) });
+    if (cursor) query.set('cursor', cursor);
+    try {
+      /** @type {import('@sluice/protocol').QueueList} */
+      const page = await get(`${path('admin', 'v1', namespace, 'queues')}?${query}`);
+      items.push(...page.items);
+      render(
+        body,
+        items.length === 0
+          ? h('p', {}, `No queue of ${namespace} holds dead letters.`)
+          : h(
+              'table',
+              { class: 'data queues' },
+              h(
+                'thead',
+                {},
+                h(
+                  'tr',
+                  {},
+                  ['Queue', 'Dead letters', 'Last parked'].map((label) => h('th', { scope: 'col' }, label)),
+                ),
+              ),
+              h(
+                'tbody',
+                {},
+                items.map((item) =>
+                  h(
+                    'tr',
+                    { 'data-queue': item.queue, class: item.queue === selected ? 'selected' : null },
+                    h(
+                      'td',
+                      {},
+                      h(
+                        'a',
+                        {
+                          href: `#/dead-letters/${encodeURIComponent(namespace)}/${encodeURIComponent(item.queue)}`,
+                          'aria-current': item.queue === selected ? 'page' : null,
+                        },
+                        item.queue,
+                      ),
+                    ),
+                    h('td', { class: 'numeric' }, String(item.deadLetters)),
+                    h('td', {}, dateTime(item.lastDeadLetteredAt)),
+                  ),
+                ),
+              ),
+            ),
+        page.next ? h('button', { type: 'button', onclick: () => void load(page.next) }, 'More queues') : null,
+        selected ? null : h('p', { class: 'muted' }, 'Open a queue to see its dead letters.'),
+      );
+    } catch (error) {
+      render(body, notice('error', describeError(error)));
+    }
+  };
+  void load(null);
+  return () => void load(null);
+}
+
+/** One queue's dead letters; `onChanged()` after a redrive or purge. */
+function showQueue(container, ref, onChanged) {
   const cursors = [null];
   const table = h('div');
   const detail = h('section', { class: 'detail', 'aria-live': 'polite' });
@@ -140,6 +214,7 @@ function showQueue(container, ref) {
           audit ? auditLine(audit) : null,
         ),
       );
+      onChanged();
       await load();
     } catch (error) {
       render(outcome, notice('error', `${verb} failed: ${describeError(error)}`));

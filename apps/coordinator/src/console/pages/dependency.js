@@ -1,5 +1,6 @@
-// One dependency: its state in detail, a chart of the last minutes, and the operator's actions
-// (trip, force-close, reset), each confirmed and shown with the audit entry it made.
+// One dependency: its state in detail, a chart of the last minutes (the coordinator's history of
+// those before the page opened, then live), and the operator's actions (trip, force-close,
+// reset), each confirmed and shown with the audit entry it made.
 
 import { h, render } from '../dom.js';
 import { describeError, path, post } from '../api.js';
@@ -7,7 +8,7 @@ import { auditLine, latestEntry } from '../audit-data.js';
 import { historyChart } from '../chart.js';
 import { breakerCell, budgetCell, limitsCell, modeCell } from '../dependency-cells.js';
 import { keepLive, refreshFailed } from '../live.js';
-import { readBreakers, readView, samplesOf } from '../fleet-data.js';
+import { readBreakers, readHistory, readView, samplesOf } from '../fleet-data.js';
 import { clock, dateTime, millis, parseDuration, percent } from '../format.js';
 import { isDegraded } from '../health.js';
 import { ask, confirmAction, field, notice } from '../widgets.js';
@@ -28,6 +29,9 @@ export function dependencyPage(container, params) {
   let view;
   let breaker;
   let listed = null;
+  const openedAt = Date.now();
+  /** The coordinator's history of the minutes before the page opened; null until read (or when it cannot be). */
+  let history = null;
   const summary = h('div', { class: 'summary', 'aria-live': 'off' });
   const chart = h('div');
   const problem = h('div');
@@ -67,7 +71,16 @@ export function dependencyPage(container, params) {
       ),
       h('p', { class: 'status' }, `Refreshed ${clock(Date.now())}`),
     );
-    render(chart, historyChart(samplesOf(namespace, dependency)));
+    render(
+      chart,
+      historyChart({
+        history: history ?? [],
+        samples: samplesOf(namespace, dependency),
+        breaker: shown,
+        openedAt,
+        historyRead: history !== null,
+      }),
+    );
   };
 
   const refresh = async () => {
@@ -81,6 +94,14 @@ export function dependencyPage(container, params) {
     }
     draw();
   };
+
+  readHistory(namespace, dependency).then(
+    (points) => {
+      history = points;
+      if (!stopped) draw();
+    },
+    () => undefined,
+  );
 
   readBreakers(namespace).then(
     (items) => (listed = items.some((item) => item.dependency === dependency)),

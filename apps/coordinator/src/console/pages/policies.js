@@ -1,11 +1,13 @@
 // Policies: a namespace's default, or a dependency's, limit's or queue's document: the one stored
-// and the one in effect; edited as JSON with the API's errors shown field by field, and a 412
-// conflict shown as the newer version with a diff against the edit.
+// and the one in effect (opened without a document: the first dependency's); edited as JSON with
+// the API's errors shown field by field, and a 412 conflict shown as the newer version with a
+// diff against the edit.
 
 import { h, render } from '../dom.js';
 import { ApiError, describeError, get, path, request } from '../api.js';
 import { auditLine, latestEntry } from '../audit-data.js';
 import { canonicalJson, diffView } from '../diff.js';
+import { readBreakers } from '../fleet-data.js';
 import { listNamespaces, namespaceField } from '../namespaces.js';
 import { field, notice } from '../widgets.js';
 
@@ -17,20 +19,31 @@ const KINDS = {
 };
 
 export function policiesPage(container, params, { navigate }) {
-  const [namespace, kind = 'default', name = ''] = params;
+  const [namespace, chosenKind, chosenName = ''] = params;
   const target = h('div');
   const form = h('form', { class: 'row', onsubmit: (event) => event.preventDefault() });
   render(container, h('h1', {}, 'Policies'), form, target);
   listNamespaces()
     .catch(() => [])
-    .then((namespaces) => {
+    .then(async (namespaces) => {
       const ns = namespace ?? namespaces[0]?.namespace ?? '';
+      const dependencies = ns ? await readBreakers(ns).then(namesOf, () => []) : [];
+      // Opened without a document: the first dependency's, whose policy in effect says the most.
+      const opening = chosenKind === undefined && dependencies.length > 0;
+      const kind = opening ? 'deps' : (chosenKind ?? 'default');
+      const name = opening ? dependencies[0] : chosenName;
       const kindSelect = h(
         'select',
         { id: 'policy-kind' },
         Object.entries(KINDS).map(([value, entry]) => h('option', { value, selected: value === kind }, entry.label)),
       );
-      const nameInput = h('input', { id: 'policy-name', value: name, spellcheck: 'false', autocomplete: 'off' });
+      const nameInput = h('input', {
+        id: 'policy-name',
+        value: name,
+        list: 'policy-dependencies',
+        spellcheck: 'false',
+        autocomplete: 'off',
+      });
       const open = () => {
         const chosenNs = form.querySelector('#namespace').value.trim();
         if (!chosenNs) return;
@@ -42,11 +55,63 @@ export function policiesPage(container, params, { navigate }) {
         namespaceField(namespaces, ns, () => {}),
         field('Document', kindSelect),
         field('Name', nameInput, 'dependency, limit or queue'),
+        h(
+          'datalist',
+          { id: 'policy-dependencies' },
+          dependencies.map((dependency) => h('option', { value: dependency })),
+        ),
         h('button', { type: 'submit', onclick: open }, 'Open'),
       );
-      if (ns && (kind === 'default' || name)) showDocument(target, { namespace: ns, kind, name });
+      if (ns && (kind === 'default' || name)) showDocument(target, { namespace: ns, kind, name }, dependencies);
+      else if (!ns) render(target, notice('info', 'No namespace holds state or policies yet: type one above.'));
     });
   return undefined;
+}
+
+/** The names of a namespace's dependencies, sorted. */
+const namesOf = (items) => items.map((item) => item.dependency).sort();
+
+/**
+ * What "In effect" says for a document that is not a dependency's: the namespace default is in
+ * effect only through each dependency, so it links to them.
+ */
+function effectPrompt(ref, dependencies) {
+  if (ref.kind !== 'default') {
+    return h(
+      'p',
+      { class: 'muted' },
+      'The stored document over the defaults (fields left out take the default; see docs/api.md).',
+    );
+  }
+  return h(
+    'div',
+    { class: 'effect-prompt' },
+    h(
+      'p',
+      {},
+      'The namespace default applies to every dependency without a document of its own, over the built-in ' +
+        'defaults and the policies file. What is in effect is each dependency’s:',
+    ),
+    dependencies.length === 0
+      ? h('p', { class: 'muted' }, `${ref.namespace} has no dependencies yet: open one by name (Document: Dependency).`)
+      : h(
+          'ul',
+          {},
+          dependencies.map((dependency) =>
+            h(
+              'li',
+              {},
+              h(
+                'a',
+                {
+                  href: `#/policies/${encodeURIComponent(ref.namespace)}/deps/${encodeURIComponent(dependency)}`,
+                },
+                dependency,
+              ),
+            ),
+          ),
+        ),
+  );
 }
 
 function documentPath({ namespace, kind, name }) {
@@ -66,13 +131,13 @@ async function readStored(ref) {
   }
 }
 
-async function showDocument(container, ref) {
+async function showDocument(container, ref, dependencies) {
   const title =
     ref.kind === 'default'
       ? `${ref.namespace} · namespace default`
       : `${ref.namespace} · ${KINDS[ref.kind].label.toLowerCase()} ${ref.name}`;
   const stored = h('pre', { class: 'document', tabindex: '0' });
-  const effective = h('div');
+  const effective = h('div', {}, h('p', { class: 'muted' }, 'Reading…'));
   const editor = h('textarea', { rows: 10, cols: 60, spellcheck: 'false', class: 'code' });
   const reason = h('input', { maxlength: 512, autocomplete: 'off' });
   const outcome = h('div', { 'aria-live': 'polite' });
@@ -92,14 +157,7 @@ async function showDocument(container, ref) {
       const view = await get(path('v1', ref.namespace, 'deps', ref.name));
       render(effective, h('pre', { class: 'document', tabindex: '0' }, canonicalJson(view.policy)));
     } else {
-      render(
-        effective,
-        h(
-          'p',
-          { class: 'muted' },
-          'The stored document over the defaults (fields left out take the default; see docs/api.md).',
-        ),
-      );
+      render(effective, effectPrompt(ref, dependencies));
     }
   };
 

@@ -10,6 +10,8 @@
     ARGV[4] namespace
     ARGV[5] target
     ARGV[6] reason ('' when none)
+    ARGV[7] durationMs of the forced state the action set ('' when none)
+    ARGV[8] endsAt: when that forced state ends, epoch ms ('' when none)
 
   Output: the entry's time, epoch ms
 ]]
@@ -18,5 +20,6 @@ local rcall = redis.call
 
 local _, nowMs = serverTime()
 rcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*',
-  'at', nowMs, 'actor', ARGV[2], 'action', ARGV[3], 'namespace', ARGV[4], 'target', ARGV[5], 'reason', ARGV[6])
+  'at', nowMs, 'actor', ARGV[2], 'action', ARGV[3], 'namespace', ARGV[4], 'target', ARGV[5], 'reason', ARGV[6],
+  'durationMs', ARGV[7], 'endsAt', ARGV[8])
 return nowMs

@@ -6,7 +6,9 @@
     ARGV[1] namespace ('' for every namespace)
     ARGV[2] most entries returned
 
-  Output: flat list of at, actor, action, namespace, target, reason per entry, oldest first
+  Output: flat list of at, actor, action, namespace, target, reason, durationMs, endsAt per entry,
+    oldest first ('' for a field an entry has not: no reason, no duration, or an entry older than
+    the durations)
 ]]
 local rcall = redis.call
 
@@ -31,7 +33,7 @@ end
 local reply = {}
 for i = #found, 1, -1 do
   local f = found[i]
-  for _, value in ipairs({ f.at, f.actor, f.action, f.namespace, f.target, f.reason }) do
+  for _, value in ipairs({ f.at, f.actor, f.action, f.namespace, f.target, f.reason or '', f.durationMs or '', f.endsAt or '' }) do
     reply[#reply + 1] = value
   end
 end

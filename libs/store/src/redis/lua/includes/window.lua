@@ -111,9 +111,8 @@ local function windowPrune(key, fields, second, windowSeconds)
   end
 end
 
--- The running totals of `fields` over the window ending at `second`, as numbers.
-local function windowSum(key, fields, second, windowSeconds)
-  windowPrune(key, fields, second, windowSeconds)
+-- The running totals of `fields`, as numbers, as the window was last pruned.
+local function windowTotals(key, fields)
   local totalFields = {}
   for i, f in ipairs(fields) do
     totalFields[i] = 't:' .. f
@@ -124,6 +123,12 @@ local function windowSum(key, fields, second, windowSeconds)
     sums[i] = tonumber(values[i]) or 0
   end
   return sums
+end
+
+-- The running totals of `fields` over the window ending at `second`, as numbers.
+local function windowSum(key, fields, second, windowSeconds)
+  windowPrune(key, fields, second, windowSeconds)
+  return windowTotals(key, fields)
 end
 
 -- Adds deltas (same order as fields) into the bucket of `second`, storing none that is zero;

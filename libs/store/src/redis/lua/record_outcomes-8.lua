@@ -4,7 +4,8 @@
   retries that succeeded are counted beside them (an adaptive budget gives their grants back);
   outcomes feed the breaker window; probe outcomes move a half-open breaker; a window over its
   thresholds (with the reporter quorum) opens a closed breaker. Counts the reporters of the budget
-  window: each client's share of the fleet is 1 / that count.
+  window: each client's share of the fleet is 1 / that count. Writes the batch into the
+  dependency's history (history.lua): its outcomes, and the budget and breaker it leaves.
 
   Input:
     KEYS[1] budget window hash
@@ -14,13 +15,16 @@
     KEYS[5] probe leases sorted set (member: token, score: expiry in epoch ms)
     KEYS[6] latency window hash
     KEYS[7] active reporters sorted set (member: reporter, score: last report, epoch ms)
+    KEYS[8] history hash (history.lua)
     ARGV[1] the batch, cjson: { reporter, requests (first attempts), successes, failures, slow,
             retries (made without the fleet's grant; absent: 0), retriesSucceeded (retries
             that succeeded, given back by an adaptive budget; absent: 0), probes = { { token, success }, ... },
             latency = { counts on the fixed bounds } or absent,
             reporters = { { reporter, failing }, ... } for a batch merged from several reports, or
             absent: reporter alone, failing when the batch has failed or slow calls }
-    ARGV[2] the policy, cjson: { budgetWindowSeconds, breaker = <breaker policy> }
+    ARGV[2] the policy, cjson: { budgetWindowSeconds, breaker = <breaker policy>,
+            budget = { mode, ratio, maxRatio, minRetriesPerSecond }: the budget's rule, for the
+            limit and cap the history keeps }
     ARGV[3] event channel
     ARGV[4] dependency name
 
@@ -35,6 +39,7 @@ local MAX_REPORTERS = ${MAX_REPORTERS}
 --- @include "outcomes"
 --- @include "breaker"
 --- @include "latency"
+--- @include "history"
 
 local batch = cjson.decode(ARGV[1])
 local options = cjson.decode(ARGV[2])
@@ -121,6 +126,14 @@ end
 rcall('ZREMRANGEBYRANK', KEYS[7], 0, -MAX_REPORTERS - 1)
 rcall('PEXPIRE', KEYS[7], budgetWindow * 1000 + 2000)
 local reporters = rcall('ZCARD', KEYS[7])
+
+local rule = options.budget
+local budgetRule = budgetPolicy(rule.mode, rule.ratio, rule.maxRatio, rule.minRetriesPerSecond, budgetWindow)
+-- The budget window was pruned at this second above.
+local counts = windowTotals(KEYS[1], BUDGET_FIELDS)
+historyRecord(KEYS[8], second, successes, failures, slow, {
+  counts[2], counts[3], counts[1], budgetPolicyLimit(budgetRule, counts[1]), budgetCap(budgetRule, counts[1]), budgetWindow,
+}, breaker.state)
 
 if #breaker.transitions > 0 or breaker.state == 'half_open' or breaker.clamped or owedClear then
   breakerSave(KEYS[3], breaker, nowMs)
