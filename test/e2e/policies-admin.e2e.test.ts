@@ -305,6 +305,8 @@ describe.each([
     await del(`${ns}/default`).expect(404);
 
     const audit = await request(server).get('/admin/v1/audit?ns=audited').set(admin).expect(200);
+    // A policy change sets no forced state: no duration, no end.
+    const untimed = { durationMs: null, endsAt: null };
     expect(audit.body.items.map(({ at: _at, ...entry }: { at: number }) => entry)).toEqual([
       {
         actor: 'ops',
@@ -312,12 +314,27 @@ describe.each([
         namespace: 'audited',
         target: 'deps/payments-api',
         reason: 'INC-42: fewer retries',
+        ...untimed,
       },
-      { actor: 'ops', action: 'policy.put', namespace: 'audited', target: 'default', reason: null },
-      { actor: 'ops', action: 'policy.put', namespace: 'audited', target: 'limits/checkout', reason: 'launch' },
-      { actor: 'ops', action: 'policy.put', namespace: 'audited', target: 'queues/emails', reason: null },
-      { actor: 'ops', action: 'policy.delete', namespace: 'audited', target: 'deps/payments-api', reason: 'rollback' },
-      { actor: 'ops', action: 'policy.delete', namespace: 'audited', target: 'default', reason: null },
+      { actor: 'ops', action: 'policy.put', namespace: 'audited', target: 'default', reason: null, ...untimed },
+      {
+        actor: 'ops',
+        action: 'policy.put',
+        namespace: 'audited',
+        target: 'limits/checkout',
+        reason: 'launch',
+        ...untimed,
+      },
+      { actor: 'ops', action: 'policy.put', namespace: 'audited', target: 'queues/emails', reason: null, ...untimed },
+      {
+        actor: 'ops',
+        action: 'policy.delete',
+        namespace: 'audited',
+        target: 'deps/payments-api',
+        reason: 'rollback',
+        ...untimed,
+      },
+      { actor: 'ops', action: 'policy.delete', namespace: 'audited', target: 'default', reason: null, ...untimed },
     ]);
     const times = audit.body.items.map((entry: { at: number }) => entry.at);
     expect([...times].sort((a, b) => a - b)).toEqual(times);
