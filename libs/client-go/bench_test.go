@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"syscall"
 	"testing"
 	"time"
@@ -107,6 +108,86 @@ func BenchmarkTransport(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		getAll(b, hc, s.URL)
 	}
+}
+
+// BenchmarkTransportOverhead is what the Transport adds to a loopback request: the same GET to the
+// same server over the same http.Transport (one keep-alive connection), sent bare and through the
+// Transport in alternating blocks, the order swapped every round so that the machine's drift falls
+// on both alike. One op is one request each way. It reports each way's time per request (the
+// median of its blocks) and what the Transport adds (the median of the rounds' differences), in
+// wall time and in CPU time (the process's, the server's share included: the same on both sides).
+// Run it a few times (-count) on a shared machine and read the spread.
+func BenchmarkTransportOverhead(b *testing.B) {
+	s := loopback(b)
+	c := benchClient(b)
+	<-c.Dependency("bench").fleet.firstView
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	b.Cleanup(base.CloseIdleConnections)
+	wrapped := c.Transport("bench", base)
+	req, err := http.NewRequest("GET", s.URL, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	send := func(rt http.RoundTripper, n int) {
+		for i := 0; i < n; i++ {
+			res, err := rt.RoundTrip(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+	}
+	cpu := func() time.Duration {
+		var u syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &u)
+		return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+	}
+	// timed sends n requests through rt: wall and CPU nanoseconds per request.
+	timed := func(rt http.RoundTripper, n int) (wall, busy float64) {
+		c0, t0 := cpu(), time.Now()
+		send(rt, n)
+		return float64(time.Since(t0)) / float64(n), float64(cpu()-c0) / float64(n)
+	}
+	send(base, 100)
+	send(wrapped, 100)
+	const block = 50
+	var bareWall, wrapWall, diffWall, diffCPU []float64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for round := 0; round*block < b.N; round++ {
+		n := b.N - round*block
+		if n > block {
+			n = block
+		}
+		var bw, bc, ww, wc float64
+		if round%2 == 0 {
+			bw, bc = timed(base, n)
+			ww, wc = timed(wrapped, n)
+		} else {
+			ww, wc = timed(wrapped, n)
+			bw, bc = timed(base, n)
+		}
+		bareWall, wrapWall = append(bareWall, bw), append(wrapWall, ww)
+		diffWall, diffCPU = append(diffWall, ww-bw), append(diffCPU, wc-bc)
+	}
+	b.StopTimer()
+	b.ReportMetric(median(bareWall), "bare-ns/req")
+	b.ReportMetric(median(wrapWall), "transport-ns/req")
+	b.ReportMetric(median(diffWall), "added-ns/req")
+	b.ReportMetric(median(diffCPU), "added-cpu-ns/req")
+}
+
+// median is the middle of xs (which it sorts).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	sort.Float64s(xs)
+	if len(xs)%2 == 1 {
+		return xs[len(xs)/2]
+	}
+	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
 }
 
 // answering is a RoundTripper that answers at once, in process: what the Transport adds to a
