@@ -63,47 +63,44 @@ func (c *Client) fleetAdmit(ctx context.Context, d *fleetDep, cost int) (admissi
 		body["cost"] = cost
 	}
 	var answer admitDecision
-	done := make(chan error, 1)
+	var err error
+	progress := newProgress()
+	settled := make(chan struct{})
 	startedAt := time.Now()
 	// claimed: the caller took the answer, or gave up waiting for it (then the goroutine handles it).
 	var claimed atomic.Bool
 	ok := c.goTracked(func() {
 		x := c.decisionExchange()
 		x.method, x.path, x.body, x.out, x.repeatable = "POST", "deps/"+d.name+"/admit", body, &answer, true
-		err := c.coord.call(c.ctx, x)
+		x.onWritten = func() { progress.markWritten(time.Now()) }
+		x.onAnswer = progress.markArriving
+		callErr := c.coord.call(c.ctx, x)
 		if claimed.CompareAndSwap(false, true) {
-			done <- err
+			err = callErr
+			close(settled)
 			return
 		}
 		// Nobody waits for this answer: it still tells the link, and a lease it holds goes back.
-		if err == nil {
+		if callErr == nil {
 			c.link.succeeded("admit")
 			if answer.Lease != nil {
 				c.releaseLease(d, answer.Lease.ID)
 			}
 		} else {
-			c.link.failed("admit", err, startedAt)
+			c.link.failed("admit", callErr, startedAt)
 		}
 	})
 	if !ok {
 		return admission{}, &refusal{reason: ReasonCoordinatorUnavailable}, true
 	}
-	t := time.NewTimer(c.cfg.DecisionTimeout)
-	defer t.Stop()
-	var err error
-	select {
-	case err = <-done:
-	case <-t.C:
-		if claimed.CompareAndSwap(false, true) {
-			return admission{}, nil, false
-		}
-		err = <-done
-	case <-ctx.Done():
-		if claimed.CompareAndSwap(false, true) {
+	answered, ctxErr := c.awaitDecision(ctx, progress, settled)
+	if !answered && claimed.CompareAndSwap(false, true) {
+		if ctxErr != nil {
 			return admission{}, &refusal{reason: ReasonDeadlineExceeded}, true
 		}
-		err = <-done
+		return admission{}, nil, false
 	}
+	<-settled
 	if err != nil {
 		c.link.failed("admit", err, startedAt)
 		var cfg *ConfigError

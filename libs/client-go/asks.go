@@ -36,10 +36,11 @@ type retryDecision struct {
 
 // retryAsk is one ask on its way: it waits in the coalescer, goes out, and settles.
 type retryAsk struct {
-	dep      *fleetDep
-	request  retryRequest
-	askedAt  time.Time
-	sent     chan struct{}
+	dep     *fleetDep
+	request retryRequest
+	askedAt time.Time
+	// progress learns when the request carrying the ask was written, and its answer came.
+	progress *progress
 	settled  chan struct{}
 	decision retryDecision
 	err      error
@@ -113,7 +114,6 @@ func (q *coalescer) send(batch []*retryAsk) {
 			left := a.request.DeadlineMs - now.Sub(a.askedAt).Milliseconds()
 			if left < 1 {
 				a.err = errAskNotSent
-				close(a.sent)
 				close(a.settled)
 				continue
 			}
@@ -127,9 +127,6 @@ func (q *coalescer) send(batch []*retryAsk) {
 			end = len(ready)
 		}
 		part := ready[start:end]
-		for _, a := range part {
-			close(a.sent)
-		}
 		if !q.c.goTracked(func() { q.c.askBatch(part) }) {
 			for _, a := range part {
 				a.err = ErrClosed
@@ -146,6 +143,17 @@ var errAskNotSent = errors.New("sluice: the retry ask was not sent: the call's d
 // stopped waiting: a late answer still tells the link, and a late denial still holds).
 func (c *Client) askBatch(batch []*retryAsk) {
 	timeouts := c.decisionExchange()
+	timeouts.onWritten = func() {
+		now := time.Now()
+		for _, a := range batch {
+			a.progress.markWritten(now)
+		}
+	}
+	timeouts.onAnswer = func() {
+		for _, a := range batch {
+			a.progress.markArriving()
+		}
+	}
 	if len(batch) == 1 {
 		c.askAlone(batch[0], timeouts)
 		return
@@ -181,6 +189,8 @@ func (c *Client) askBatch(batch []*retryAsk) {
 }
 
 func (c *Client) askAlone(a *retryAsk, x exchange) {
+	x.onAnswer = a.progress.markArriving
+	x.onWritten = func() { a.progress.markWritten(time.Now()) }
 	x.method, x.path, x.body, x.out, x.repeatable = "POST", "deps/"+a.dep.name+"/retry", a.request, &a.decision, true
 	a.err = c.coord.call(c.ctx, x)
 	c.settleAsk(a)
@@ -265,6 +275,26 @@ func (c *Client) localRetry(d *fleetDep, req retryRequest) verdict {
 
 var notYet = verdict{reason: ReasonCoordinatorUnavailable}
 
+// awaitUnderWay waits for the answer to the ask under way, at most half the decision timeout from
+// when that ask was written, or from askedAt when it was written before: the time it waits in this
+// process to go out is not its answer's. It says ctx's error when ctx ends first.
+func (c *Client) awaitUnderWay(ctx context.Context, a *retryAsk, askedAt time.Time) error {
+	p := a.progress
+	select {
+	case <-p.written:
+	case <-a.settled:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	from := p.writtenAt
+	if from.Before(askedAt) {
+		from = askedAt
+	}
+	_, err := within(ctx, a.settled, p.arriving, from.Add(c.cfg.DecisionTimeout/2), c.cfg.DecisionTimeout/2)
+	return err
+}
+
 // fleetRetry asks the coordinator (or repeats a held denial); decided is false when the fallback
 // is to decide.
 func (c *Client) fleetRetry(ctx context.Context, d *fleetDep, req retryRequest) (verdict, bool) {
@@ -274,19 +304,15 @@ func (c *Client) fleetRetry(ctx context.Context, d *fleetDep, req retryRequest) 
 	askedAt := time.Now()
 	coalesce := !c.cfg.NoCoalescing
 	if coalesce {
-		// The asks that fail while one is under way wait for it (up to half the decision time):
-		// its denial may hold for them too.
+		// The asks that fail while one is under way wait for its answer (up to half the decision
+		// time): its denial may hold for them too.
 		d.mu.Lock()
 		underWay := d.underWay
 		d.mu.Unlock()
 		if underWay != nil {
-			t := time.NewTimer(c.cfg.DecisionTimeout / 2)
-			select {
-			case <-underWay.settled:
-			case <-t.C:
-			case <-ctx.Done():
+			if err := c.awaitUnderWay(ctx, underWay, askedAt); err != nil {
+				return verdict{reason: ReasonDeadlineExceeded}, true
 			}
-			t.Stop()
 		}
 		if held := d.heldAt(time.Now()); held != nil {
 			v := verdict{reason: held.reason}
@@ -305,31 +331,21 @@ func (c *Client) fleetRetry(ctx context.Context, d *fleetDep, req retryRequest) 
 		}
 	}
 	req.RequestID = newRequestID()
-	a := &retryAsk{dep: d, request: req, askedAt: time.Now(), sent: make(chan struct{}), settled: make(chan struct{})}
+	a := &retryAsk{dep: d, request: req, askedAt: time.Now(), progress: newProgress(), settled: make(chan struct{})}
 	if coalesce {
 		d.mu.Lock()
 		d.underWay = a
 		d.mu.Unlock()
 		c.asks.add(a)
-		select {
-		case <-a.sent:
-		case <-ctx.Done():
-			return verdict{reason: ReasonDeadlineExceeded}, true
-		}
-	} else {
-		close(a.sent)
-		if !c.goTracked(func() { c.askAlone(a, c.decisionExchange()) }) {
-			return notYet, true
-		}
+	} else if !c.goTracked(func() { c.askAlone(a, c.decisionExchange()) }) {
+		return notYet, true
 	}
-	t := time.NewTimer(c.cfg.DecisionTimeout)
-	defer t.Stop()
-	select {
-	case <-a.settled:
-	case <-t.C:
-		return notYet, true // slow is not down: the late answer tells the link
-	case <-ctx.Done():
+	answered, err := c.awaitDecision(ctx, a.progress, a.settled)
+	if err != nil {
 		return verdict{reason: ReasonDeadlineExceeded}, true
+	}
+	if !answered {
+		return notYet, true // slow is not down: the late answer tells the link
 	}
 	if coalesce {
 		d.mu.Lock()

@@ -139,37 +139,69 @@ type attemptFunc func(ctx context.Context) error
 func (f attemptFunc) attempt(ctx context.Context) error { return f(ctx) }
 
 func (d *Dependency) do(ctx context.Context, fn attempter, o *callOptions) error {
+	if err := d.callable(ctx); err != nil {
+		return err
+	}
+	if !d.direct(o) {
+		return d.admitted(ctx, fn, o)
+	}
+	c, f := d.client, d.fleet
+	start := c.clock.nanos()
+	err := fn.attempt(ctx)
+	elapsed := time.Duration(c.clock.nanos() - start)
+	if err == nil && f.directSucceeded(elapsed) {
+		return nil
+	}
+	return d.afterDirect(ctx, fn, o, err, elapsed)
+}
+
+// callable is why no call may start now: ctx ended, or the client is closed.
+func (d *Dependency) callable(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	f := d.fleet
-	c := d.client
-	if c.closed.Load() {
+	if d.client.closed.Load() {
 		return ErrClosed
 	}
+	return nil
+}
+
+// direct says whether a call's first attempt goes out at once, unasked: the governing breaker
+// lets calls out, the dependency is not limited, its view is read, and nothing bounds the attempt.
+func (d *Dependency) direct(o *callOptions) bool {
+	f, c := d.fleet, d.client
 	var s state
 	if c.link.fallback.Load() && c.cfg.Fallback == FallbackLocal {
 		s = state(f.localState.Load())
 	} else {
 		s = state(f.fleetState.Load())
 	}
-	if s.letsCallsOut() && !f.limited.Load() && !f.viewDue.Load() && o.key == "" && !o.bounded && d.cfg.AttemptTimeout == 0 {
-		start := c.clock.nanos()
-		err := fn.attempt(ctx)
-		elapsed := time.Duration(c.clock.nanos() - start)
-		if err == nil && elapsed.Nanoseconds() < f.slowNs.Load() {
-			// One request and one success, counted together.
-			f.counted.Add(1<<32 | 1)
-			f.latency[bucketOf(elapsed)].Add(1)
-			return nil
-		}
-		f.counted.Add(1 << 32)
-		r := newRun(d, ctx, *o, time.Now().Add(-elapsed))
-		r.launched = 1
-		return r.afterAttempt(fn, err, elapsed, admission{}, false)
+	return s.letsCallsOut() && !f.limited.Load() && !f.viewDue.Load() && o.key == "" && !o.bounded && d.cfg.AttemptTimeout == 0
+}
+
+// directSucceeded counts a direct first attempt that succeeded faster than a slow call, the request
+// and the success together; false when it was slow.
+func (f *fleetDep) directSucceeded(elapsed time.Duration) bool {
+	if elapsed.Nanoseconds() >= f.slowNs.Load() {
+		return false
 	}
-	r := newRun(d, ctx, *o, time.Now())
-	return r.round(fn)
+	f.counted.Add(1<<32 | 1)
+	f.latency[bucketOf(elapsed)].Add(1)
+	return true
+}
+
+// afterDirect goes on with a direct first attempt that failed or was slow: counted, then retried
+// when it may be.
+func (d *Dependency) afterDirect(ctx context.Context, fn attempter, o *callOptions, err error, elapsed time.Duration) error {
+	d.fleet.counted.Add(1 << 32)
+	r := newRun(d, ctx, *o, time.Now().Add(-elapsed))
+	r.launched = 1
+	return r.afterAttempt(fn, err, elapsed, admission{}, false)
+}
+
+// admitted runs a call whose first attempt is not direct: admitted first when it must be.
+func (d *Dependency) admitted(ctx context.Context, fn attempter, o *callOptions) error {
+	return newRun(d, ctx, *o, time.Now()).round(fn)
 }
 
 // run is one call past its fast path.

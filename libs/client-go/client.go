@@ -419,7 +419,6 @@ func (c *Client) Close() error {
 	c.asks.mu.Unlock()
 	for _, a := range waiting {
 		a.err = ErrClosed
-		close(a.sent)
 		close(a.settled)
 	}
 	c.wg.Wait()

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -86,6 +87,10 @@ type exchange struct {
 	out any
 	// onResponse sees every 2xx or 304 answer's status and headers.
 	onResponse func(status int, header http.Header)
+	// onWritten, when set, is called each time a request of the call has been written to a
+	// coordinator's connection (a decision's time runs from the first); onAnswer when a 2xx answer,
+	// which is never asked again, begins to be read.
+	onWritten, onAnswer func()
 }
 
 // call runs an exchange with its re-asks; ctx ends it early (the client closing).
@@ -156,6 +161,13 @@ func (c *coordinator) once(ctx context.Context, index int, x exchange, payload [
 		body = bytes.NewReader(payload)
 	}
 	u := c.bases[index] + "/v1/" + c.namespace + "/" + x.path
+	if wrote := x.onWritten; wrote != nil {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				wrote()
+			}
+		}})
+	}
 	req, err := http.NewRequestWithContext(ctx, x.method, u, body)
 	if err != nil {
 		return err
@@ -173,6 +185,9 @@ func (c *coordinator) once(ctx context.Context, index int, x exchange, payload [
 		c.asked.Add(1)
 	}
 	res, err := c.http.Do(req)
+	if err == nil && res.StatusCode >= 200 && res.StatusCode < 300 && x.onAnswer != nil {
+		x.onAnswer()
+	}
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return ctx.Err()

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -48,6 +49,19 @@ func TestMain(m *testing.M) {
 	if os.Getenv("SLUICE_STORM_CHILD") == "1" {
 		os.Exit(m.Run()) // a storm process: the coordinators run in its parent
 	}
+	flag.Parse()
+	var ownRedis *exec.Cmd
+	if *stormFlag && os.Getenv("SLUICE_TEST_REDIS_URL") == "" {
+		// The storm measures the coordinators, not the neighbours on a shared Redis: it has a Redis
+		// of its own, as the TypeScript storm does.
+		url, cmd, err := startRedis()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sluice: the storm's own Redis did not start (%v): the storm uses %s\n", err, redisURL())
+		} else {
+			os.Setenv("SLUICE_TEST_REDIS_URL", url)
+			ownRedis = cmd
+		}
+	}
 	f, err := startFleet()
 	if err != nil {
 		skipWhy = err.Error()
@@ -58,7 +72,41 @@ func TestMain(m *testing.M) {
 	if f != nil {
 		f.stop()
 	}
+	if ownRedis != nil {
+		_ = ownRedis.Process.Kill()
+		_ = ownRedis.Wait()
+	}
 	os.Exit(code)
+}
+
+// startRedis starts a redis-server of the tests' own on a spare port, without persistence: its URL
+// once it answers PING.
+func startRedis() (string, *exec.Cmd, error) {
+	ports, err := spareTCPPorts(1)
+	if err != nil {
+		return "", nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	for until := time.Now().Add(10 * time.Second); time.Now().Before(until); time.Sleep(50 * time.Millisecond) {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			continue
+		}
+		_ = conn.SetDeadline(time.Now().Add(time.Second))
+		_, _ = io.WriteString(conn, "PING\r\n")
+		line, _ := bufio.NewReader(conn).ReadString('\n')
+		conn.Close()
+		if strings.HasPrefix(line, "+PONG") {
+			return "redis://" + addr, cmd, nil
+		}
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	return "", nil, errors.New("it did not answer PING within 10 s")
 }
 
 // needFleet skips (or, with SLUICE_REQUIRE_INTEGRATION=1, fails) a test when no coordinator runs.
@@ -167,23 +215,30 @@ func startFleet() (*fleet, error) {
 }
 
 // warm takes a coordinator's first decisions, which load its scripts and code paths (~150 ms),
-// before a test does.
+// before a test does. A 503 (a fresh Redis loading the scripts on a loaded machine answers the
+// store's first calls late) is asked again, up to five times.
 func warm(base string) error {
 	scratch := newNamespace()
 	ask := map[string]any{"dep": "warm", "attempt": 1, "status": 503}
 	for path, body := range map[string]any{"deps/warm/retry": map[string]any{"attempt": 1, "status": 503}, "retries": map[string]any{"asks": []any{ask, ask}}} {
 		data, _ := json.Marshal(body)
-		req, _ := http.NewRequest("POST", base+"/v1/"+scratch+"/"+path, bytes.NewReader(data))
-		req.Header.Set("Authorization", "Bearer "+clientSecret)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		_, _ = io.Copy(io.Discard, res.Body)
-		res.Body.Close()
-		if res.StatusCode != 200 {
-			return fmt.Errorf("POST %s answered %d", path, res.StatusCode)
+		for tries := 1; ; tries++ {
+			req, _ := http.NewRequest("POST", base+"/v1/"+scratch+"/"+path, bytes.NewReader(data))
+			req.Header.Set("Authorization", "Bearer "+clientSecret)
+			req.Header.Set("Content-Type", "application/json")
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return err
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				break
+			}
+			if res.StatusCode != 503 || tries == 5 {
+				return fmt.Errorf("POST %s answered %d", path, res.StatusCode)
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 	}
 	return nil

@@ -2,11 +2,13 @@ package sluice
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -22,12 +24,16 @@ import (
 	"time"
 )
 
-// The storm: 8 processes × 50 calls failing at once, through recording proxies in front of the
-// coordinators. Run it with: go test -run TestStorm -storm -v
+// The storm: 8 processes × 50 calls failing at once (the dependency gathers their first attempts
+// and fails them together, as the TypeScript storm's does), through recording proxies in front of
+// the coordinators. Run it with: go test -run TestStorm -storm -v
 var (
 	stormFlag     = flag.Bool("storm", false, "run the storm (8 processes × 50 calls failing at once)")
-	stormDecision = flag.Duration("storm-decision-timeout", 500*time.Millisecond, "the storm processes' DecisionTimeout")
-	stormNice     = flag.Int("storm-caller-nice", 0, "the storm processes' nice value (19: the coordinators first, as callers on hosts of their own)")
+	stormDecision = flag.Duration("storm-decision-timeout", 50*time.Millisecond, "the storm processes' DecisionTimeout (the client's default unless set)")
+	// As the TypeScript storm's callers: in a deployment the callers run on hosts of their own; here
+	// 8 of them share 2 cores with the coordinators and at an equal priority take the CPU the
+	// coordinators need to answer. 0 shares the CPU evenly.
+	stormNice = flag.Int("storm-caller-nice", 19, "the storm processes' nice value (19: the coordinators first, as callers on hosts of their own)")
 )
 
 const (
@@ -43,7 +49,8 @@ type stormResult struct {
 	Decisions int64          `json:"decisions"`
 }
 
-// recorder is a reverse proxy to one coordinator that counts decision requests and 503 answers.
+// recorder is a reverse proxy to one coordinator that counts the storm's decision requests (not
+// the warm-up's) and 503 answers.
 type recorder struct {
 	decisions, unavailable atomic.Int64
 	mu                     sync.Mutex
@@ -54,6 +61,10 @@ type recorder struct {
 func newRecorder(t *testing.T, target string) *recorder {
 	u, _ := url.Parse(target)
 	proxy := httputil.NewSingleHostReverseProxy(u)
+	// Connections of its own, kept: the recorder adds a hop, not a connection per decision.
+	transport := &http.Transport{MaxIdleConnsPerHost: 64}
+	t.Cleanup(transport.CloseIdleConnections)
+	proxy.Transport = transport
 	r := &recorder{}
 	proxy.ModifyResponse = func(res *http.Response) error {
 		if res.StatusCode == 503 {
@@ -62,8 +73,7 @@ func newRecorder(t *testing.T, target string) *recorder {
 		return nil
 	}
 	r.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		p := req.URL.Path
-		if !strings.HasSuffix(p, "/retry") && !strings.HasSuffix(p, "/retries") && !strings.HasSuffix(p, "/admit") {
+		if !asksForTheStorm(req) {
 			proxy.ServeHTTP(w, req)
 			return
 		}
@@ -78,6 +88,21 @@ func newRecorder(t *testing.T, target string) *recorder {
 	return r
 }
 
+// asksForTheStorm says whether req asks for decisions on the storm's dependency (a batch's body is
+// read, and put back for the proxy).
+func asksForTheStorm(req *http.Request) bool {
+	p := req.URL.Path
+	if strings.HasSuffix(p, "/deps/storm/retry") || strings.HasSuffix(p, "/deps/storm/admit") {
+		return true
+	}
+	if !strings.HasSuffix(p, "/retries") {
+		return false
+	}
+	body, _ := io.ReadAll(req.Body)
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	return bytes.Contains(body, []byte(`"dep":"storm"`))
+}
+
 func TestStorm(t *testing.T) {
 	if os.Getenv("SLUICE_STORM_CHILD") == "1" {
 		stormProcess(t)
@@ -89,7 +114,9 @@ func TestStorm(t *testing.T) {
 	f := needFleet(t)
 	ns := newNamespace()
 	// As the TypeScript storm: the breaker out of the way, so that every grant can be used.
-	f.admin(t, "PUT", "/admin/v1/"+ns+"/policies/deps/storm", map[string]any{"breaker": map[string]any{"minimumCalls": 1000000}}, nil)
+	for _, name := range []string{"storm", "storm-warm"} {
+		f.admin(t, "PUT", "/admin/v1/"+ns+"/policies/deps/"+name, map[string]any{"breaker": map[string]any{"minimumCalls": 1000000}}, nil)
+	}
 	var recorders []*recorder
 	var urls []string
 	for _, u := range f.urls {
@@ -97,13 +124,35 @@ func TestStorm(t *testing.T) {
 		recorders = append(recorders, r)
 		urls = append(urls, r.server.URL)
 	}
+	// The dependency holds the storm's first attempts until all have come (or until 3 s after the
+	// first, on a starved machine), then fails them at once; retries fail at once.
 	var depRequests atomic.Int64
+	var gathered atomic.Int64
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	failAll := func() { releaseOnce.Do(func() { close(release) }) }
 	dep := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/warm" {
+			// Before the storm: a first attempt fails, its retry succeeds.
+			if r.Header.Get(AttemptHeader) == "1" {
+				w.WriteHeader(503)
+			}
+			return
+		}
 		depRequests.Add(1)
+		if r.Header.Get(AttemptHeader) == "1" {
+			switch gathered.Add(1) {
+			case 1:
+				time.AfterFunc(3*time.Second, failAll)
+			case stormProcesses * stormCalls:
+				failAll()
+			}
+			<-release
+		}
 		w.WriteHeader(503)
 	}))
 	defer dep.Close()
-	startAt := time.Now().Add(3 * time.Second).UnixMilli()
+	startAt := time.Now().Add(5 * time.Second).UnixMilli()
 	results := make([]stormResult, stormProcesses)
 	var wg sync.WaitGroup
 	for i := 0; i < stormProcesses; i++ {
@@ -158,9 +207,9 @@ func TestStorm(t *testing.T) {
 		}
 	}
 	perCall := float64(decisions) / float64(failed)
-	summary := fmt.Sprintf("storm (DecisionTimeout %v): %d processes × %d calls failing at once: %d failed calls, %d decision requests (%.3f per failed call; %d counted by the clients), "+
+	summary := fmt.Sprintf("storm (DecisionTimeout %v, callers at nice %d): %d processes × %d calls failing at once: %d failed calls, %d decision requests (%.3f per failed call; %d counted by the clients), "+
 		"answered in %v (median) and %v (slowest), %d grants, %d retries announced, %d dependency requests, %d answers 503 from the coordinators, give-ups %v",
-		*stormDecision, stormProcesses, stormCalls, failed, decisions, perCall, clientDecisions, median.Round(time.Millisecond), slowest.Round(time.Millisecond), grants, retries, depRequests.Load(), unavailable, reasons)
+		*stormDecision, *stormNice, stormProcesses, stormCalls, failed, decisions, perCall, clientDecisions, median.Round(time.Millisecond), slowest.Round(time.Millisecond), grants, retries, depRequests.Load(), unavailable, reasons)
 	t.Log(summary)
 	fmt.Println(summary)
 	if failed != stormProcesses*stormCalls {
@@ -185,19 +234,53 @@ func stormProcess(t *testing.T) {
 		DecisionTimeout: decisionTimeout,
 		BaseURLs:        strings.Split(os.Getenv("SLUICE_STORM_URLS"), ","), Namespace: os.Getenv("SLUICE_STORM_NS"),
 		Token: clientSecret, Reporter: os.Getenv("SLUICE_STORM_REPORTER"), Logger: TextLogger(os.Stderr),
-		Hooks: Hooks{OnRetry: func(RetryEvent) { retries.Add(1) }},
+		Hooks: Hooks{OnRetry: func(e RetryEvent) {
+			if e.Dependency == "storm" {
+				retries.Add(1)
+			}
+		}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dep := c.Dependency("storm")
 	<-dep.fleet.firstView
-	start, _ := strconv.ParseInt(os.Getenv("SLUICE_STORM_START"), 10, 64)
-	time.Sleep(time.Until(time.UnixMilli(start)))
 	target := os.Getenv("SLUICE_STORM_DEP")
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: stormCalls}}
+	// As the TypeScript storm's callers: the decision path and the connections warmed first, on a
+	// dependency of its own (its first attempts fail, their retries succeed), twice.
+	warm := c.Dependency("storm-warm")
+	<-warm.fleet.firstView
+	warmCall := func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, "GET", target+"/warm", nil)
+		OutgoingHeaders(ctx, req.Header)
+		res, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			return &StatusError{StatusCode: res.StatusCode}
+		}
+		return nil
+	}
+	for round := 0; round < 2; round++ {
+		var warming sync.WaitGroup
+		for i := 0; i < stormCalls; i++ {
+			warming.Add(1)
+			go func() {
+				defer warming.Done()
+				_ = warm.Do(context.Background(), warmCall, Idempotent())
+			}()
+		}
+		warming.Wait()
+	}
+	start, _ := strconv.ParseInt(os.Getenv("SLUICE_STORM_START"), 10, 64)
+	time.Sleep(time.Until(time.UnixMilli(start)))
+	warmDecisions := c.DecisionRequests()
 	call := func(ctx context.Context) error {
 		req, _ := http.NewRequestWithContext(ctx, "GET", target, nil)
+		OutgoingHeaders(ctx, req.Header)
 		res, err := hc.Do(req)
 		if err != nil {
 			return err
@@ -225,7 +308,7 @@ func stormProcess(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	result.Decisions = c.DecisionRequests()
+	result.Decisions = c.DecisionRequests() - warmDecisions
 	c.Close()
 	result.Retries = retries.Load()
 	line, _ := json.Marshal(result)

@@ -69,33 +69,80 @@ func idempotentMethod(method string) bool {
 
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	d := t.dep
-	rc := &roundTrip{t: t, req: req}
-	rc.opts = d.callOptions()
-	rc.opts.idempotent = rc.opts.idempotent || idempotentMethod(req.Method)
+	o := d.callOptions()
+	o.idempotent = o.idempotent || idempotentMethod(req.Method)
 	ctx := req.Context()
 	if opts, ok := ctx.Value(callOptionsKey{}).([]CallOption); ok {
-		rc.opts.apply(opts)
+		o.apply(opts)
 	}
-	if rc.opts.key == "" {
+	if o.key == "" {
 		// IdempotencyKeyHeader is canonical: Header.Get would find the same value.
 		if v := req.Header[IdempotencyKeyHeader]; len(v) > 0 {
-			rc.opts.key = v[0]
+			o.key = v[0]
 		}
 	}
-	rc.getBody = req.GetBody
-	if req.Body != nil && req.Body != http.NoBody && rc.getBody == nil {
+	if err := d.callable(ctx); err != nil {
+		return nil, err
+	}
+	getBody := req.GetBody
+	if req.Body != nil && req.Body != http.NoBody && getBody == nil {
 		data, err := io.ReadAll(req.Body)
 		req.Body.Close()
 		if err != nil {
 			return nil, err
 		}
-		rc.getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+		getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
 	}
-	rc.deadline = d.client.now().Add(rc.opts.deadline)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(rc.deadline) {
-		rc.deadline = dl
+	if d.direct(&o) {
+		return t.direct(ctx, req, getBody, &o)
 	}
-	if err := d.do(ctx, rc, &rc.opts); err != nil {
+	rc := t.newRoundTrip(ctx, req, getBody, o, time.Now())
+	if err := d.admitted(ctx, rc, &rc.opts); err != nil {
+		return nil, err
+	}
+	return rc.answer, nil
+}
+
+// direct sends the first attempt at once (see Dependency.direct), and takes the long way only
+// when it failed or was slow. Its time is read from the monotonic clock: the coarse clock's tick
+// would wake the process every millisecond while requests go out.
+func (t *roundTripper) direct(ctx context.Context, req *http.Request, getBody func() (io.ReadCloser, error), o *callOptions) (*http.Response, error) {
+	d := t.dep
+	base := d.client.clock.base
+	start := time.Since(base)
+	left := o.deadline
+	if dl, ok := ctx.Deadline(); ok {
+		if l := dl.Sub(base) - start; l < left {
+			left = l
+		}
+	}
+	a := new(attemptCopy)
+	a.req = *req
+	a.req.Header = t.header(req.Header, &a.values, left, Attempt(ctx), o.key)
+	if getBody != nil && req.GetBody == nil {
+		body, err := getBody()
+		if err != nil {
+			return nil, err
+		}
+		a.req.Body = body
+	}
+	res, err := t.base.RoundTrip(&a.req)
+	elapsed := time.Since(base) - start
+	var answer *http.Response
+	if err == nil {
+		if !retriableStatus(res.StatusCode) {
+			if d.fleet.directSucceeded(elapsed) {
+				return res, nil
+			}
+			answer = res
+		} else {
+			err = statusError(res)
+		}
+	}
+	rc := t.newRoundTrip(ctx, req, getBody, *o, time.Now().Add(-elapsed))
+	rc.attempts = 1
+	rc.answer = answer
+	if err := d.afterDirect(ctx, rc, o, err, elapsed); err != nil {
 		return nil, err
 	}
 	return rc.answer, nil
@@ -104,7 +151,39 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 // attemptNumbers are the sluice-attempt values of the first attempts, made once.
 var attemptNumbers = [...]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10"}
 
-// roundTrip is one request through the Transport, with its attempts.
+// header is h with the protocol's headers of one attempt, in a map of the attempt's own (h's value
+// slices are shared: neither side changes them); values backs the protocol's values.
+func (t *roundTripper) header(h http.Header, values *[3]string, left time.Duration, number int, key string) http.Header {
+	header := make(http.Header, len(h)+3)
+	for k, v := range h {
+		header[k] = v
+	}
+	ms := left.Milliseconds()
+	if ms < 0 {
+		ms = 0
+	}
+	values[0] = t.deadlineText(ms)
+	if number >= 0 && number < len(attemptNumbers) {
+		values[1] = attemptNumbers[number]
+	} else {
+		values[1] = strconv.Itoa(number)
+	}
+	header[DeadlineHeader] = values[0:1:1]
+	header[AttemptHeader] = values[1:2:2]
+	if key != "" {
+		values[2] = key
+		header[IdempotencyKeyHeader] = values[2:3:3]
+	}
+	return header
+}
+
+// attemptCopy is an attempt's copy of the request with the protocol's values, one allocation.
+type attemptCopy struct {
+	req    http.Request
+	values [3]string
+}
+
+// roundTrip is one request through the Transport past its direct first attempt, with its attempts.
 type roundTrip struct {
 	t        *roundTripper
 	req      *http.Request
@@ -113,10 +192,15 @@ type roundTrip struct {
 	deadline time.Time
 	attempts int
 	answer   *http.Response
-	// values backs the three headers each attempt adds.
-	values [3]string
-	// first is the first attempt's copy of the request, made with the call's own allocation.
-	first http.Request
+}
+
+// newRoundTrip is the request's call, started at start.
+func (t *roundTripper) newRoundTrip(ctx context.Context, req *http.Request, getBody func() (io.ReadCloser, error), o callOptions, start time.Time) *roundTrip {
+	rc := &roundTrip{t: t, req: req, opts: o, getBody: getBody, deadline: start.Add(o.deadline)}
+	if dl, ok := ctx.Deadline(); ok && dl.Before(rc.deadline) {
+		rc.deadline = dl
+	}
+	return rc
 }
 
 // sameContext says whether a and b are one context (a context of a type that cannot be compared
@@ -129,18 +213,13 @@ func sameContext(a, b context.Context) (same bool) {
 // attempt sends one attempt: a copy of the request with its own headers (and body).
 func (rc *roundTrip) attempt(ctx context.Context) error {
 	rc.attempts++
-	var r *http.Request
-	if rc.attempts == 1 && sameContext(ctx, rc.req.Context()) {
-		r = &rc.first
-		*r = *rc.req
+	a := new(attemptCopy)
+	if sameContext(ctx, rc.req.Context()) {
+		a.req = *rc.req
 	} else {
-		r = rc.req.WithContext(ctx)
+		a.req = *rc.req.WithContext(ctx)
 	}
-	header := make(http.Header, len(rc.req.Header)+3)
-	for k, v := range rc.req.Header {
-		header[k] = v
-	}
-	r.Header = header
+	r := &a.req
 	if rc.getBody != nil && (rc.attempts > 1 || rc.req.GetBody == nil) {
 		body, err := rc.getBody()
 		if err != nil {
@@ -152,31 +231,21 @@ func (rc *roundTrip) attempt(ctx context.Context) error {
 	if cdl, ok := ctx.Deadline(); ok && cdl.Before(dl) {
 		dl = cdl
 	}
-	left := dl.Sub(rc.t.dep.client.now()).Milliseconds()
-	if left < 0 {
-		left = 0
-	}
-	number := Attempt(ctx)
-	if number < len(attemptNumbers) {
-		rc.values[1] = attemptNumbers[number]
-	} else {
-		rc.values[1] = strconv.Itoa(number)
-	}
-	rc.values[0] = rc.t.deadlineText(left)
-	header["Sluice-Deadline-Ms"] = rc.values[0:1:1]
-	header["Sluice-Attempt"] = rc.values[1:2:2]
-	if rc.opts.key != "" {
-		rc.values[2] = rc.opts.key
-		header["Idempotency-Key"] = rc.values[2:3:3]
-	}
+	r.Header = rc.t.header(rc.req.Header, &a.values, time.Until(dl), Attempt(ctx), rc.opts.key)
 	res, err := rc.t.base.RoundTrip(r)
 	if err != nil {
 		return err
 	}
-	if !retriableStatus(res.StatusCode) {
-		rc.answer = res
-		return nil
+	if retriableStatus(res.StatusCode) {
+		return statusError(res)
 	}
+	rc.answer = res
+	return nil
+}
+
+// statusError is a failed answer as the error a retry is decided on; its body is read (up to 64
+// KiB) and closed.
+func statusError(res *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
 	res.Body.Close()
 	retryAfter, _ := ParseRetryAfter(res.Header.Get("Retry-After"), time.Now())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 )
 
 // recording is a base RoundTripper that answers 200 at once and keeps the requests it was given.
@@ -51,5 +52,36 @@ func TestTheTransportLeavesTheCallersRequestAsItIs(t *testing.T) {
 		if len(req.Header) != 1 || req.Header.Get("X-Order") != "42" {
 			t.Fatalf("%T: the caller's request changed: %v", ctx, req.Header)
 		}
+	}
+}
+
+func TestTheTransportRetriesAFirstAttemptThatWentOutAtOnce(t *testing.T) {
+	f := needFleet(t)
+	c, _ := newTestClient(t, f, nil)
+	<-c.Dependency("pay").fleet.firstView
+	dep := newScripted(t, 503, 200)
+	hc := &http.Client{Transport: c.Transport("pay", nil)}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", dep.url+"/orders/42", nil)
+	res, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	got := dep.requests()
+	if res.StatusCode != 200 || len(got) != 2 {
+		t.Fatalf("status %d after %d attempts", res.StatusCode, len(got))
+	}
+	var deadlines []int64
+	for i, h := range got {
+		ms, ok := intHeader(h.Get(DeadlineHeader), 1, 5000)
+		if h.Get(AttemptHeader) != itoa(i+1) || !ok || h.Get(IdempotencyKeyHeader) != "" {
+			t.Fatalf("attempt %d headers %v", i+1, h)
+		}
+		deadlines = append(deadlines, ms)
+	}
+	if deadlines[1] > deadlines[0] {
+		t.Fatalf("the deadline shrinks: %v", deadlines)
 	}
 }
