@@ -92,6 +92,20 @@ def test_an_answer_that_came_in_time_is_taken_by_a_process_too_busy_to_read_it(
         assert sluice.dependency(DEP).call(failing_once, idempotent=True) == 200
 
 
+def test_the_decision_time_starts_when_the_ask_is_written(coordinators: List[Coordinator], ns: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    original = http.client.HTTPConnection.request
+
+    def busy_sender(connection: http.client.HTTPConnection, method: str, url: str, *args: Any, **kwargs: Any) -> None:
+        if url.endswith("/retry") or url.endswith("/retries"):
+            time.sleep(LATE_S)  # a process too busy to send the ask: that time is the call's
+        original(connection, method, url, *args, **kwargs)
+
+    monkeypatch.setattr(http.client.HTTPConnection, "request", busy_sender)
+    with Sluice(base_urls=[coordinators[0].url], namespace=ns, token=CLIENT_TOKEN, decision_timeout_ms=DECISION_TIMEOUT_MS) as sluice:
+        sluice.ready()
+        assert sluice.dependency(DEP).call(failing_once, idempotent=True) == 200
+
+
 def test_an_answer_that_comes_after_the_decision_timeout_allows_no_retry(coordinators: List[Coordinator], ns: str) -> None:
     proxy = DelayingProxy(coordinators[0].port, LATE_S)
     try:

@@ -92,8 +92,10 @@ class _Pending:
         self.arrival = Arrival()
 
     def answered_in(self, timeout_s: float, read_within_s: float) -> bool:
-        """Waits ``timeout_s`` for the answer; one already in this process by then (a busy process
-        had not read it yet) is waited for up to ``read_within_s`` more."""
+        """Waits ``timeout_s`` from the request's write for the answer; one already in this process by
+        then (a busy process had not read it yet) is waited for up to ``read_within_s`` more. The time
+        before the write (a process too busy to send) is the call's, not the coordinator's."""
+        self.arrival.written.wait(read_within_s)
         if self.done.wait(timeout_s):
             return True
         return self.arrival.at_door() and self.done.wait(read_within_s)
@@ -104,6 +106,7 @@ class _Pending:
             self.done.set()
             late = self.late
         self.sent.set()
+        self.arrival.written.set()
         if late is not None:
             late(self)
 

@@ -57,11 +57,14 @@ class Arrival:
     def __init__(self) -> None:
         self._sock: Optional[socket.socket] = None
         self.seen = False
+        #: Set once the request is written (or the exchange is over): the decision time starts there.
+        self.written = threading.Event()
 
     def watch(self, sock: Optional[socket.socket]) -> None:
-        """A request went out on ``sock``: its answer is awaited (an earlier exchange's is forgotten)."""
+        """A request was written on ``sock``: its answer is awaited (an earlier exchange's is forgotten)."""
         self.seen = False
         self._sock = sock
+        self.written.set()
 
     def at_door(self) -> bool:
         """True once the answer has been seen, or is waiting unread in the socket."""
