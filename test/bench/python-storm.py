@@ -50,11 +50,18 @@ with Sluice(base_urls=spec["baseUrls"], namespace=spec["namespace"], token=spec[
     def warm_call():
         with urllib.request.urlopen(spec["target"] + "-warm", timeout=5) as response:
             return response.status
-    for _ in range(2):  # connections to the coordinators opened, the decision path taken once
+    def warm_one():
         try:
             warm.call(warm_call, idempotent=True)
         except GiveUpError:
             pass
+    # As in the TypeScript storm: every call failing at once, twice, on a dependency of its own (its
+    # budget is not the storm's), so the connections are open and the batched decision path is warm.
+    for _ in range(2):
+        warming = [threading.Thread(target=warm_one) for _ in range(spec["calls"])]
+        for thread in warming: thread.start()
+        for thread in warming: thread.join()
+    time.sleep(0.3)
     transport = sluice._engine.transport
     original = transport.exchange
     def counted(method, path, *args, **kwargs):
@@ -99,7 +106,7 @@ def main() -> None:
     ns = namespace()
     try:
         admin(coordinators[0].url, "PUT", f"/admin/v1/{ns}/policies/deps/{DEP}", {"breaker": {"minimumCalls": 100000}})
-        start_at = time.time() + 8  # every process started and warm by then
+        start_at = time.time() + 12  # every process started and warm by then
         workers = []
         for index in range(PROCESSES):
             spec = {

@@ -140,15 +140,22 @@ class Coalescer:
         return pending
 
     def _flush(self, window_s: float, most_s: float) -> None:
-        """Sends once no ask came for ``window_s`` (threads that fail together do not fail within
-        one instant, as an event loop's callbacks do), after ``most_s`` at the latest."""
+        """Sends once no ask came for ``window_s`` while this process ran (threads that fail together
+        do not fail within one instant, as an event loop's callbacks do), after ``most_s`` at the latest."""
         started = time.monotonic()
+        heard_from = started
         while window_s > 0:
             now = time.monotonic()
-            quiet = now - self._last_arrival
+            quiet = now - max(self._last_arrival, heard_from)
             if quiet >= window_s or now - started >= most_s:
                 break
-            time.sleep(min(window_s - quiet, most_s - (now - started)))
+            nap = min(window_s - quiet, most_s - (now - started))
+            time.sleep(nap)
+            woke = time.monotonic()
+            # Woken late, the process did not run meanwhile (a busy machine, the interpreter lock):
+            # the failed threads had no turn to ask, so the quiet counts only from now.
+            if woke - now > nap + window_s / 2:
+                heard_from = woke
         with self._lock:
             waiting, self._waiting = self._waiting, []
         now = time.monotonic()
