@@ -27,6 +27,8 @@ const UI_TIMEOUT_MS = 10_000;
 interface PageGlobals {
   sessionStorage: { length: number; getItem(key: string): string | null };
   notReloaded?: boolean;
+  document: { documentElement: { scrollWidth: number } };
+  innerWidth: number;
 }
 
 describe('the console at /console', () => {
@@ -186,6 +188,12 @@ describe('the console at /console', () => {
     expect(await pageB.locator('table.data tbody tr').first().getAttribute('data-key')).toBe('payments-api');
     expect(await pageB.locator('.fleet .status').innerText()).toMatch(/refreshed \d\d:\d\d:\d\dZ$/);
     expect(await pageB.evaluate(() => (globalThis as unknown as PageGlobals).notReloaded)).toBe(true);
+    // A long reason and unwrapped numbers widen the table, not the page: the table scrolls in its frame.
+    const widths = await pageB.evaluate(() => {
+      const page = globalThis as unknown as PageGlobals;
+      return { page: page.document.documentElement.scrollWidth, viewport: page.innerWidth };
+    });
+    expect(widths.page).toBeLessThanOrEqual(widths.viewport);
     await screenshot(pageB, 'fleet-forced-open');
 
     // Reset, so the rest runs on a closed breaker.
