@@ -5,7 +5,7 @@ import { createServer, request } from 'node:http';
 
 /**
  * What the proxies saw, shared by both, and the faults of the scenario under way.
- * `fault(entry)` answers 'forward', 'lose' (forward, then drop the connection before the
+ * `fault(entry)` answers 'forward', `{delayMs}` (forward that much later), 'lose' (forward, then drop the connection before the
  * answer), or `{status, code, retryAfterSeconds}` (answered by the proxy, nothing forwarded).
  */
 export class Traffic {
@@ -36,6 +36,12 @@ export async function startProxy(index, port, target, traffic) {
       if (answer === 'forward' || answer === 'lose') {
         if (answer === 'lose') entry.fault = 'lose';
         forward(req, res, raw, answer === 'lose');
+        return;
+      }
+      if (answer.delayMs !== undefined) {
+        // The coordinator's answer held back: it comes, late.
+        entry.fault = `late ${answer.delayMs} ms`;
+        setTimeout(() => forward(req, res, raw, false), answer.delayMs);
         return;
       }
       entry.fault = `${answer.status} ${answer.code}`;
