@@ -73,4 +73,38 @@ describe('send on a kept-alive connection', () => {
       await server.close();
     }
   });
+
+  it('sends nothing more once its agents are destroyed (the client closed) while a request was in flight', async () => {
+    const own = new Agents();
+    const requests: string[] = [];
+    const server: Server = createServer((socket) => {
+      socket.on('data', (chunk) => {
+        requests.push(String(chunk).split(' ')[0]);
+        if (requests.length === 1) socket.write(OK); // the first is answered; the second is left hanging
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/shop/retry`);
+    const postOwn = () =>
+      send(url, {
+        method: 'POST',
+        headers: {},
+        body: '{}',
+        headTimeoutMs: 2000,
+        agents: own,
+        resendOnStaleConnection: true,
+      });
+    try {
+      expect(String(await readBody(await postOwn()))).toBe('ok');
+      const hanging = postOwn();
+      while (requests.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+      own.destroy();
+      await expect(hanging).rejects.toBeDefined();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(requests).toHaveLength(2);
+    } finally {
+      server.close();
+    }
+  });
 });

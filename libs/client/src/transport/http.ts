@@ -29,8 +29,11 @@ export class HeadTimeoutError extends Error {
 export class Agents {
   readonly http = new http.Agent({ keepAlive: true, maxSockets: 256 });
   readonly https = new https.Agent({ keepAlive: true, maxSockets: 256 });
+  /** Set by destroy(): the client is closed, and a request it cut off is not sent again. */
+  destroyed = false;
 
   destroy(): void {
+    this.destroyed = true;
     this.http.destroy();
     this.https.destroy();
   }
@@ -71,7 +74,7 @@ export async function send(url: URL, options: SendOptions): Promise<IncomingMess
   try {
     return await sendOnce(url, options);
   } catch (error) {
-    if (!staleConnectionResets.has(error as object) || options.signal?.aborted) throw error;
+    if (!staleConnectionResets.has(error as object) || options.signal?.aborted || options.agents.destroyed) throw error;
     const left = options.headTimeoutMs === undefined ? undefined : options.headTimeoutMs - (Date.now() - startedAt);
     if (left !== undefined && left < 1) throw error;
     return sendOnce(url, { ...options, headTimeoutMs: left });
