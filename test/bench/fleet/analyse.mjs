@@ -159,6 +159,7 @@ function outageFigures(run) {
   const offered = fleetSeries(callers, 'offered');
   const ok = fleetSeries(callers, 'ok');
   const rejected = fleetSeries(callers, 'rejected');
+  const binsPerSecond = 1000 / BIN_MS;
 
   // One fleet breaker (sluice): its half-open periods are the transitions the coordinator pushed.
   // Per-process breakers: each has its own periods, and the fleet's cycle is their mean.
@@ -232,6 +233,11 @@ function outageFigures(run) {
     recoveryMs: recoveryMs(ok, offered, recoveryFrom, endBin),
     successOutage: sum(ok, outageFrom, outageTo) / sum(offered, outageFrom, outageTo),
     successBrownout: sum(ok, brownFrom, brownTo) / sum(offered, brownFrom, brownTo),
+    // Per second of the brown-out: what the budget's window still held from the outage shows first.
+    successPerSecondBrownout: Array.from({ length: Math.round((brownTo - brownFrom) / binsPerSecond) }, (_, i) => {
+      const from = brownFrom + i * binsPerSecond;
+      return sum(ok, from, from + binsPerSecond) / sum(offered, from, from + binsPerSecond);
+    }),
     rejectedOutage: sum(rejected, outageFrom, outageTo) / sum(offered, outageFrom, outageTo),
     coordinatorRequests: coordinator ? coordinator.total : null,
     coordinatorPerCall: coordinator ? coordinator.total / offeredTotal : null,
@@ -408,8 +414,8 @@ function summariseCauses(callers) {
 }
 
 /** The properties the simulation exists to show, each with what was measured (`shown`: a figure, not a check). */
-export function checks(part, rows) {
-  const results = part.scenario === 'metastable' ? metastableChecks(rows) : outageChecks(part, rows);
+export function checks(part, rows, brownoutRate) {
+  const results = part.scenario === 'metastable' ? metastableChecks(rows) : outageChecks(part, rows, brownoutRate);
   // A caller whose event loop stalls sends its calls late and in bursts: the run measured the machine.
   const stalled = rows.filter((f) => f.callerLoopDelayP99Ms > CALLER_STALL_MS);
   results.push({
@@ -452,7 +458,22 @@ function metastableChecks(rows) {
   return results;
 }
 
-function outageChecks(part, rows) {
+/**
+ * The brown-out success an adaptive budget allows at most once its window holds only brown-out
+ * traffic: it grants while the retries that failed stay under `ratio × rate + floors`, each retry
+ * fails as often as a first attempt (`failRate`), and a call may retry `maxAttempts − 1` times.
+ * With `floors` per-process budgets, each adds its own floor.
+ * @example adaptiveBrownoutCeiling({ ratio: 0.1, minRetriesPerSecond: 2, maxAttempts: 3 }, 400, 0.3, 1) // 0.945
+ */
+export function adaptiveBrownoutCeiling(budget, rate, failRate, floors) {
+  const failingRetriesPerSecond = budget.ratio * rate + budget.minRetriesPerSecond * floors;
+  let wanted = 0;
+  for (let k = 1; k < budget.maxAttempts; k++) wanted += rate * failRate ** k;
+  const granted = Math.min(wanted, failingRetriesPerSecond / failRate);
+  return (rate * (1 - failRate) + granted * (1 - failRate)) / rate;
+}
+
+function outageChecks(part, rows, brownoutRate) {
   const results = [];
   const policy = runPolicy(part, 'sluice-adaptive');
   const bound = 1 + policy.retryBudget.ratio + TOLERANCE;
@@ -539,6 +560,19 @@ function outageChecks(part, rows) {
         `${label}, sluice-adaptive N=${f.n}: brown-out success ${percent(f.successBrownout)} ≥ ${breakers ? '' : '95 % and '}every other budgeted strategy's ` +
         `(${peers.map((row) => `${row.strategy} ${percent(row.successBrownout)}`).join(', ')})`,
     });
+    if (!breakers && brownoutRate !== undefined) {
+      const rate = f.offered.brownout / part.phases.brownout;
+      const fleet = adaptiveBrownoutCeiling(policy.retryBudget, rate, brownoutRate, 1);
+      const perProcess = adaptiveBrownoutCeiling(policy.retryBudget, rate, brownoutRate, f.n);
+      results.push({
+        ok: true,
+        shown: true,
+        text:
+          `${label}, sluice-adaptive N=${f.n}: the most an adaptive budget of ratio ${policy.retryBudget.ratio} lets succeed in a steady ` +
+          `${percent(brownoutRate)} brown-out at ${rate.toFixed(0)} calls/s: ${percent(fleet)} for one fleet budget, ${percent(perProcess)} for ${f.n} ` +
+          `per-process ones (their ${f.n} floors); brown-out success per second ${f.successPerSecondBrownout.map((s) => percent(s)).join(' ')}`,
+      });
+    }
     if (breakers) {
       const perProcess = rows.filter((row) => row.n === f.n && ['cockatiel', 'local-budget'].includes(row.strategy));
       if (perProcess.length > 0) {
@@ -546,8 +580,8 @@ function outageChecks(part, rows) {
         results.push({
           ok: f.amplificationOutage <= lowest + 1e-9,
           text:
-            `${label}, sluice-adaptive N=${f.n}: outage amplification ${f.amplificationOutage.toFixed(2)}× ≤ the best per-process breaker's ` +
-            `(${perProcess.map((row) => `${row.strategy} ${row.amplificationOutage.toFixed(2)}×`).join(', ')})`,
+            `${label}, sluice-adaptive N=${f.n}: outage amplification ${f.amplificationOutage.toFixed(3)}× ≤ the best per-process breaker's ` +
+            `(${perProcess.map((row) => `${row.strategy} ${row.amplificationOutage.toFixed(3)}×`).join(', ')})`,
         });
       }
     }

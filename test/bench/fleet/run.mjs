@@ -514,7 +514,7 @@ async function main() {
   for (const part of PARTS) {
     const partRuns = runs.filter((run) => run.part === part.name);
     const rows = partRuns.map((run) => run.figures);
-    results.push(...checks(part, rows));
+    results.push(...checks(part, rows, options.brownoutRate));
     lines.push(
       `${part.name} (phases ${JSON.stringify(part.phases)}):`,
       '',
