@@ -1,5 +1,8 @@
 /**
  * Waits `ms`, or rejects with the signal's reason as soon as it aborts (at once if it already has).
+ * It never ends early: a timer can fire before its time (Node counts it from a millisecond clock
+ * that may be behind), and a wait for `Retry-After` or a rate limit's `retryAfterMs` that ends
+ * early is refused again; so the rest is waited out.
  * @example
  * await sleep(backoffMs, call.signal);
  */
@@ -10,14 +13,21 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
       reject(signal.reason);
       return;
     }
+    const endsAt = performance.now() + ms;
     const onAbort = () => {
       clearTimeout(timer);
       reject(signal?.reason);
     };
-    const timer = setTimeout(() => {
+    const wake = () => {
+      const left = endsAt - performance.now();
+      if (left > 0) {
+        timer = setTimeout(wake, Math.ceil(left));
+        return;
+      }
       signal?.removeEventListener('abort', onAbort);
       resolve();
-    }, ms);
+    };
+    let timer = setTimeout(wake, ms);
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
