@@ -1,8 +1,8 @@
 /**
  * Waits `ms`, or rejects with the signal's reason as soon as it aborts (at once if it already has).
- * It never ends early: a timer can fire before its time (Node counts it from a millisecond clock
- * that may be behind), and a wait for `Retry-After` or a rate limit's `retryAfterMs` that ends
- * early is refused again; so the rest is waited out.
+ * It never ends early: a timer can fire up to a millisecond before its time (Node times it on a
+ * whole-millisecond clock), and a wait for `Retry-After` or a rate limit's `retryAfterMs` that
+ * ends early is refused again; so the rest is waited out.
  * @example
  * await sleep(backoffMs, call.signal);
  */
