@@ -111,8 +111,9 @@ func (d *Dependency) BreakerState() string {
 // Do runs fn under the dependency's policy. Through a closed breaker the first attempt goes out
 // at once, with ctx as it is (no request to the coordinator, no allocation); a failure that is
 // the dependency's (see IsDependencyFailure) and may be retried (see Idempotent and
-// IdempotencyKey) asks the coordinator for a retry and waits the granted backoff, never less
-// than the dependency's Retry-After. Every retry runs with ctx bounded by the call's deadline.
+// IdempotencyKey) waits out the dependency's Retry-After, if it sent one, then asks the
+// coordinator for a retry and waits the granted backoff. Every retry runs with ctx bounded by
+// the call's deadline.
 //
 // Do returns nil, or fn's own error when it is not the dependency's failure (a 404), or a
 // *GiveUpError (the reason, the attempts, and the last error) when a failure is not retried
@@ -336,7 +337,21 @@ func (r *run) afterAttempt(fn attempter, err error, elapsed time.Duration, adm a
 	if serving, ok := r.ctx.Value(servingKey{}).(*serving); ok && serving.attempt > 1 && !d.cfg.RetryWhenServingRetry {
 		return r.giveUp(ReasonUpstreamRetry, nil)
 	}
-	remaining := r.deadline.Sub(now)
+	if !now.Before(r.deadline) {
+		return r.giveUp(ReasonDeadlineExceeded, nil)
+	}
+	// The dependency's Retry-After is waited out before the ask: the budget counts the retry when it
+	// is about to be sent (a grant held through the wait would count as failing until its success is
+	// reported), and the fleet decides on what it knows then.
+	if failure.RetryAfter > 0 {
+		if !now.Add(failure.RetryAfter).Before(r.deadline) {
+			return r.giveUp(ReasonDeadlineExceeded, nil)
+		}
+		if err := sleep(r.ctx, failure.RetryAfter); err != nil {
+			return err
+		}
+	}
+	remaining := time.Until(r.deadline)
 	if remaining <= 0 {
 		return r.giveUp(ReasonDeadlineExceeded, nil)
 	}
@@ -351,12 +366,6 @@ func (r *run) afterAttempt(fn attempter, err error, elapsed time.Duration, adm a
 		req.Status = failure.Status
 	} else {
 		req.Error = string(failure.Kind)
-	}
-	if failure.RetryAfter > 0 {
-		req.RetryAfterMs = (failure.RetryAfter + time.Millisecond - 1).Milliseconds()
-		if req.RetryAfterMs > maxDurationMs {
-			req.RetryAfterMs = maxDurationMs
-		}
 	}
 	v := c.retryVerdict(r.ctx, f, req)
 	if err := r.ctx.Err(); err != nil {
@@ -374,9 +383,6 @@ func (r *run) afterAttempt(fn attempter, err error, elapsed time.Duration, adm a
 		return r.giveUp(v.reason, nil)
 	}
 	delay := time.Duration(v.delayMs) * time.Millisecond
-	if failure.RetryAfter > delay {
-		delay = failure.RetryAfter
-	}
 	if !time.Now().Add(delay).Before(r.deadline) {
 		return r.giveUp(ReasonDeadlineExceeded, nil)
 	}

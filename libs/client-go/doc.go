@@ -23,8 +23,8 @@
 // call's every ReportInterval (200 ms). A failure that is the dependency's (no answer, 408, 429,
 // 5xx) and may be retried (an idempotent call, or one with an idempotency key after a failure that
 // says the request was not processed) asks the coordinator for a retry (POST …/retry with a
-// requestId; simultaneous asks of the process go as one POST /retries) and waits the granted
-// backoff, never less than the dependency's Retry-After. A denial that says when to ask again is
+// requestId; simultaneous asks of the process go as one POST /retries), after waiting out the
+// dependency's Retry-After, and waits the granted backoff. A denial that says when to ask again is
 // repeated locally until then, without a request. The breaker state comes over Server-Sent Events
 // (polled while the stream is down), so an operator's trip fails the next call of every process
 // with the operator's reason. When the coordinator stops answering, a local budget and breaker

@@ -25,6 +25,7 @@ from sluice.core import (
     retry_ask,
     retry_budget_limit,
     retry_denial,
+    wait_before_asking,
 )
 from sluice.core.classification import response_failure
 from sluice.core.local import Verdict
@@ -241,17 +242,27 @@ def test_give_up_before_asking() -> None:
     assert give_up_before_asking(new_call(), error, Failure(status=503, retried_downstream=True), 1000).reason == "downstream_retried"  # type: ignore[union-attr]
 
 
+def test_the_retry_after_is_waited_out_before_the_ask() -> None:
+    error = RuntimeError()
+    failure = Failure(status=503, retry_after_ms=299.5)
+    assert wait_before_asking(new_call(), error, failure, 1000) == (None, 300)
+    assert wait_before_asking(new_call(), error, Failure(status=503), 1000) == (None, 0)
+    stop, wait = wait_before_asking(new_call(), error, failure, 9700)  # 300 ms do not fit before 10_000
+    assert isinstance(stop, DeadlineExceededError) and stop.attempts == 1 and wait == 0
+
+
 def test_the_ask_and_what_a_verdict_means() -> None:
     call = new_call()
     failure = Failure(status=503, retry_after_ms=300)
-    assert retry_ask(call, failure, 1000) == {"attempt": 1, "idempotent": True, "deadlineMs": 9000, "status": 503, "retryAfterMs": 300}
+    # Asked once the Retry-After is waited out: the ask does not carry it, and the backoff is not raised to it.
+    assert retry_ask(call, failure, 1300) == {"attempt": 1, "idempotent": True, "deadlineMs": 8700, "status": 503}
     facts = DependencyState("d", lambda *_: None).breaker_facts(0)
     error = RuntimeError()
-    stop, delay = after_verdict(call, Verdict(True, "granted", 20), error, failure, 1000, facts)
-    assert stop is None and delay == 300  # Retry-After is a floor
-    stop, _ = after_verdict(call, Verdict(True, "granted", 20), error, failure, 9800, facts)
+    stop, delay = after_verdict(call, Verdict(True, "granted", 20), error, 1300, facts)
+    assert stop is None and delay == 20
+    stop, _ = after_verdict(call, Verdict(True, "granted", 20), error, 9990, facts)
     assert isinstance(stop, DeadlineExceededError)
-    stop, _ = after_verdict(call, Verdict(False, "breaker_open"), error, failure, 1000, facts)
+    stop, _ = after_verdict(call, Verdict(False, "breaker_open"), error, 1000, facts)
     assert isinstance(stop, BreakerOpenError)
-    stop, _ = after_verdict(call, Verdict(False, "budget_exhausted"), error, failure, 1000, facts)
+    stop, _ = after_verdict(call, Verdict(False, "budget_exhausted"), error, 1000, facts)
     assert isinstance(stop, GiveUpError) and stop.reason == "budget_exhausted" and stop.attempts == 1

@@ -290,12 +290,33 @@ describe('Dependency.execute', () => {
     });
   });
 
-  it('waits the Retry-After when it is longer than the granted backoff', async () => {
-    const { dep, retries, asked } = setup({ idempotent: true }, () => ({ ...GRANT, delayMs: 3 }));
+  it('waits out the Retry-After before it asks: the ask does not carry it, and the granted backoff follows', async () => {
+    let askedAt = 0;
+    const { dep, retries, asked } = setup({ idempotent: true }, () => {
+      askedAt = performance.now();
+      return { ...GRANT, delayMs: 3 };
+    });
     const limited = new HttpStatusError(new Response('', { status: 429 }), 20, false);
-    await dep.execute(script([limited], 1).fn);
-    expect(asked[0]).toMatchObject({ status: 429, retryAfterMs: 20 });
-    expect(retries[0].delayMs).toBe(20);
+    const attemptsAt: number[] = [];
+    const result = await dep.execute((context) => {
+      attemptsAt.push(performance.now());
+      if (context.attempt === 1) throw limited;
+      return 'second';
+    });
+    expect(result).toBe('second');
+    expect(asked).toEqual([{ attempt: 1, idempotent: true, deadlineMs: expect.any(Number), status: 429 }]);
+    // Timers never end early: the ask came at least the Retry-After after the failure, the retry after it.
+    expect(askedAt - attemptsAt[0]).toBeGreaterThanOrEqual(20);
+    expect(attemptsAt[1] - askedAt).toBeGreaterThanOrEqual(3);
+    expect(retries[0].delayMs).toBe(3);
+  });
+
+  it('a Retry-After that would reach the deadline ends the call without an ask', async () => {
+    const { dep, asked } = setup({ idempotent: true });
+    const limited = new HttpStatusError(new Response('', { status: 503 }), 5000, false);
+    const error = await rejection(dep.execute(script([limited], 1).fn, { deadlineMs: 1000 }));
+    expect(error).toMatchObject({ isDeadlineExceededError: true, attempts: 1 });
+    expect(asked).toEqual([]);
   });
 
   it('stops at maxAttempts', async () => {

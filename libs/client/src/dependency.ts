@@ -72,8 +72,8 @@ export class Dependency extends PolicyEvents {
 
   /**
    * Runs `fn` under the policy. With a closed breaker the call goes straight out (no request to the
-   * coordinator); a retriable failure asks the coordinator for one retry and waits its backoff
-   * (never less than the dependency's Retry-After); everything happens within the deadline.
+   * coordinator); a retriable failure waits out the dependency's Retry-After, if it sent one, then
+   * asks the coordinator for one retry and waits its backoff; everything happens within the deadline.
    * When the coordinator's policy gives the dependency a rate or concurrency limit, each attempt
    * first asks `POST /admit` (with `cost`), holds the concurrency lease it gets until it settles,
    * and waits out a refusal within the deadline (see `whenLimited`).

@@ -157,6 +157,16 @@ const CHECKS = {
       if (!matches(ask[field], expected))
         return `retry ask #${check.ask}: ${field} ${show(ask[field])}, expected ${show(expected)}`;
     }
+    if (check.sinceDependency) {
+      // When the ask went out, from the nth request (1-based) the dependency got on a path.
+      const { dependency, request = 1, min, max } = check.sinceDependency;
+      const answered = run.dependency.filter((r) => r.path === dependency)[request - 1];
+      if (!answered)
+        return `retry ask #${check.ask}: no request #${request} of dependency ${dependency} to time it from`;
+      const ms = ask.entry.at - answered.at;
+      if (!matches(ms, { min, max }))
+        return `retry ask #${check.ask}: ${ms} ms after request #${request} of ${dependency}, expected ${show({ min, max })}`;
+    }
     if (check.viaOtherThan !== undefined) {
       const other = asksOf(run)[check.viaOtherThan - 1];
       if (!other || other.via === ask.via) {

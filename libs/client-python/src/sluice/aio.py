@@ -98,8 +98,9 @@ class AsyncDependency(Policy):
             if failing is None:
                 return cast(T, value)
             error, failure = failing
+            await asyncio.sleep(self.retry_after_wait(call, error, failure) / 1000)
             verdict = await loop.run_in_executor(None, engine.retry, self.state, self.ask_for(call, error, failure))
-            await asyncio.sleep(self.granted_delay(call, verdict, error, failure) / 1000)
+            await asyncio.sleep(self.granted_delay(call, verdict, error) / 1000)
             now = engine.now()
 
     async def _admit(self, call: Call, bstate: str) -> Dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, TypeVar, Union, cast
 
 from . import context
 from ._options import check_name, make_options
-from .core.call import Call, admission_refusal, auto_timeout_ms, after_verdict, give_up_before_asking, retry_ask
+from .core.call import Call, admission_refusal, auto_timeout_ms, after_verdict, give_up_before_asking, retry_ask, wait_before_asking
 from .core.classification import Classifier, Failure, classify, is_dependency_failure, response_failure
 from .core.local import Verdict
 from .core.policy import BackoffPolicy
@@ -132,20 +132,30 @@ class Policy:
         call.last_error = error
         return error, failure
 
-    def ask_for(self, call: Call, error: BaseException, failure: Failure) -> Dict[str, Any]:
-        """The retry ask for the coordinator; raises the give-up that comes before asking instead."""
+    def retry_after_wait(self, call: Call, error: BaseException, failure: Failure) -> int:
+        """The wait before the retry ask (the dependency's Retry-After, ms); raises the give-up that comes before asking instead."""
         now = self.engine.now()
         stop = give_up_before_asking(call, error, failure, now)
+        if stop is error:
+            raise error
+        wait = 0
+        if stop is None:
+            stop, wait = wait_before_asking(call, error, failure, now)
         if stop is not None:
-            if stop is error:
-                raise error
             raise self.giving_up(stop)
+        return wait
+
+    def ask_for(self, call: Call, error: BaseException, failure: Failure) -> Dict[str, Any]:
+        """The retry ask for the coordinator, once the Retry-After is waited out; raises the give-up when no time is left."""
+        now = self.engine.now()
+        if call.deadline_at <= now:
+            raise self.giving_up(DeadlineExceededError(self.name, call.launched, error))
         return retry_ask(call, failure, now)
 
-    def granted_delay(self, call: Call, verdict: Verdict, error: BaseException, failure: Failure) -> int:
+    def granted_delay(self, call: Call, verdict: Verdict, error: BaseException) -> int:
         """The wait before the granted retry (announced); raises the give-up a denial is instead."""
         now = self.engine.now()
-        stop, delay = after_verdict(call, verdict, error, failure, now, self.engine.breaker_facts(self.state, now))
+        stop, delay = after_verdict(call, verdict, error, now, self.engine.breaker_facts(self.state, now))
         if stop is not None:
             raise self.giving_up(stop)
         self.retrying(call, delay, error)
@@ -199,8 +209,8 @@ class Dependency(Policy):
         """Calls ``fn`` (no arguments) and retries it when the fleet grants a retry.
 
         A retriable failure (a timeout, a connection error, 408, 429, 5xx, raised or returned as a
-        response) asks the coordinator for a retry, waits its backoff (never below the
-        dependency's ``Retry-After``) and tries again, all within the deadline. Inside ``fn``,
+        response) waits out the dependency's ``Retry-After`` (when it sent one), asks the
+        coordinator for a retry, waits its backoff and tries again, all within the deadline. Inside ``fn``,
         :func:`sluice.current_attempt` gives the attempt's number, time left and the headers to
         forward (``sluice-deadline-ms``, ``sluice-attempt``, ``Idempotency-Key``).
 
@@ -245,8 +255,9 @@ class Dependency(Policy):
             if failing is None:
                 return cast(T, value)
             error, failure = failing
+            time.sleep(self.retry_after_wait(call, error, failure) / 1000)
             verdict = engine.retry(self.state, self.ask_for(call, error, failure))
-            time.sleep(self.granted_delay(call, verdict, error, failure) / 1000)
+            time.sleep(self.granted_delay(call, verdict, error) / 1000)
             now = engine.now()
 
     def urlopen(

@@ -6,8 +6,11 @@ import type { Call } from './call';
 import type { CallPolicy } from './call-policy';
 
 /**
- * After a failed round: gives up (throws) or waits the granted backoff (never less than the
- * dependency's Retry-After). A failure that is not retriable at all is rethrown as it is.
+ * After a failed round: gives up (throws) or waits, then the next round may go. The dependency's
+ * Retry-After is waited out before the ask, so the budget counts the retry when it is about to be
+ * sent (a grant held through the wait would be counted as failing until its success is reported)
+ * and the fleet decides on what it knows then; the granted backoff follows. A failure that is not
+ * retriable at all is rethrown as it is.
  */
 export async function retryStep(policy: CallPolicy, call: Call, error: unknown): Promise<void> {
   const { name, options, runtime } = policy;
@@ -21,6 +24,12 @@ export async function retryStep(policy: CallPolicy, call: Call, error: unknown):
   if (failure.retriedDownstream) throw giveUp('downstream_retried');
   if (call.launched >= options.maxAttempts) throw giveUp('max_attempts');
   if (call.request && call.request.attempt > 1 && !options.retryWhenServingRetry) throw giveUp('upstream_retry');
+  if (call.deadlineAt <= clock.now()) throw deadlineExceeded();
+  const retryAfterMs = Math.ceil(failure.retryAfterMs ?? 0);
+  if (retryAfterMs > 0) {
+    if (clock.now() + retryAfterMs >= call.deadlineAt) throw deadlineExceeded();
+    await sleep(retryAfterMs, call.signal);
+  }
   const remaining = call.deadlineAt - clock.now();
   if (remaining <= 0) throw deadlineExceeded();
   const verdict = await runtime.decider.retry(policy.fleet, retryRequest(call.launched, remaining, failure));
@@ -32,7 +41,7 @@ export async function retryStep(policy: CallPolicy, call: Call, error: unknown):
     if (verdict.reason === 'deadline_exceeded') throw deadlineExceeded();
     throw giveUp(verdict.reason as GiveUpReason);
   }
-  const delayMs = Math.max(verdict.delayMs, Math.ceil(failure.retryAfterMs ?? 0));
+  const delayMs = verdict.delayMs;
   if (clock.now() + delayMs >= call.deadlineAt) throw deadlineExceeded();
   // Only a retry the budget counted is given back when it succeeds (not one a shadow policy let through).
   call.retryGranted = verdict.reason === 'granted';
@@ -40,13 +49,15 @@ export async function retryStep(policy: CallPolicy, call: Call, error: unknown):
   await sleep(delayMs, call.signal);
 }
 
-/** The body of POST /retry for a failure after `launched` attempts. */
+/**
+ * The body of POST /retry for a failure after `launched` attempts. Its `retryAfterMs` is left out:
+ * the dependency's Retry-After has been waited out before the ask.
+ */
 export function retryRequest(launched: number, remainingMs: number, failure: Failure): RetryRequest {
   return {
     attempt: Math.min(launched, MAX_RETRY_ATTEMPT),
     idempotent: true,
     deadlineMs: Math.min(Math.floor(remainingMs), MAX_DURATION_MS),
     ...(failure.status !== undefined ? { status: failure.status } : { error: failure.error ?? 'other' }),
-    ...(failure.retryAfterMs ? { retryAfterMs: Math.min(Math.ceil(failure.retryAfterMs), MAX_DURATION_MS) } : {}),
   };
 }

@@ -4,7 +4,7 @@ and the local fallback's budget and breaker. No sockets, no threads, no clock: t
 
 from .backoff import backoff_delay, parse_retry_after
 from .breaker import BreakerMachine, BreakerRecord
-from .call import Call, after_verdict, give_up_before_asking, retry_ask
+from .call import Call, after_verdict, give_up_before_asking, retry_ask, wait_before_asking
 from .classification import Classifier, Failure, classify, is_dependency_failure, retry_denial
 from .link import CoordinatorLink
 from .local import BreakerFacts, LocalGuard, Verdict
@@ -39,4 +39,5 @@ __all__ = [
     "retry_ask",
     "retry_budget_limit",
     "retry_denial",
+    "wait_before_asking",
 ]

@@ -76,8 +76,27 @@ def give_up_before_asking(call: Call, error: BaseException, failure: Failure, no
     return None
 
 
+def wait_before_asking(call: Call, error: BaseException, failure: Failure, now: float) -> "tuple[Optional[BaseException], int]":
+    """The wait before the ask (ms): the dependency's Retry-After, or the give-up when it reaches the deadline.
+
+    The Retry-After is waited out before the ask, so the budget counts the retry when it is about to
+    be sent (a grant held through the wait would count as failing until its success is reported)
+    and the fleet decides on what it knows then.
+
+    >>> wait_before_asking(Call("pay", 5000, True, None, 3, launched=1), OSError(), Failure(status=503, retry_after_ms=1000), 1000)
+    (None, 1000)
+    """
+    wait = math.ceil(failure.retry_after_ms or 0)
+    if wait > 0 and now + wait >= call.deadline_at:
+        return DeadlineExceededError(call.dependency, call.launched, error), 0
+    return None, wait
+
+
 def retry_ask(call: Call, failure: Failure, now: float) -> Dict[str, Any]:
-    """The body of ``POST …/retry`` after ``call.launched`` attempts (without its ``requestId``)."""
+    """The body of ``POST …/retry`` after ``call.launched`` attempts (without its ``requestId``).
+
+    It carries no ``retryAfterMs``: the dependency's Retry-After is waited out before the ask.
+    """
     ask: Dict[str, Any] = {
         "attempt": min(call.launched, MAX_RETRY_ATTEMPT),
         "idempotent": True,
@@ -87,8 +106,6 @@ def retry_ask(call: Call, failure: Failure, now: float) -> Dict[str, Any]:
         ask["status"] = failure.status
     else:
         ask["error"] = failure.error or "other"
-    if failure.retry_after_ms:
-        ask["retryAfterMs"] = int(min(math.ceil(failure.retry_after_ms), MAX_DURATION_MS))
     return ask
 
 
@@ -96,15 +113,15 @@ def breaker_error(call: Call, facts: BreakerFacts, last_error: Optional[BaseExce
     return BreakerOpenError(call.dependency, facts.state, facts.operator_reason, facts.open_until, facts.retry_after_ms, call.launched, last_error)
 
 
-def after_verdict(call: Call, verdict: Verdict, error: BaseException, failure: Failure, now: float, facts: BreakerFacts) -> "tuple[Optional[BaseException], int]":
-    """The give-up a denial is, or the wait before the retry (never below the dependency's Retry-After)."""
+def after_verdict(call: Call, verdict: Verdict, error: BaseException, now: float, facts: BreakerFacts) -> "tuple[Optional[BaseException], int]":
+    """The give-up a denial is, or the granted backoff before the retry."""
     if not verdict.allow:
         if verdict.reason == "breaker_open":
             return breaker_error(call, verdict.breaker or facts, error), 0
         if verdict.reason == "deadline_exceeded":
             return DeadlineExceededError(call.dependency, call.launched, error), 0
         return GiveUpError(call.dependency, verdict.reason, call.launched, error), 0
-    delay = max(verdict.delay_ms, math.ceil(failure.retry_after_ms or 0))
+    delay = verdict.delay_ms
     if now + delay >= call.deadline_at:
         return DeadlineExceededError(call.dependency, call.launched, error), 0
     return None, delay
