@@ -242,6 +242,9 @@ type verdict struct {
 	reason  Reason
 	delayMs int
 	breaker *BreakerInfo
+	// budgetWait: on the fleet's budget_exhausted denial, how long until the same ask could be
+	// granted, when it said.
+	budgetWait time.Duration
 	// local: the fallback granted it (the fleet's budget is charged by the report).
 	local bool
 }
@@ -320,6 +323,8 @@ func (c *Client) fleetRetry(ctx context.Context, d *fleetDep, req retryRequest) 
 				info := held.breaker
 				info.RetryAfter = time.Until(held.until)
 				v.breaker = &info
+			} else {
+				v.budgetWait = time.Until(held.until)
 			}
 			return v, true
 		}
@@ -374,6 +379,8 @@ func (c *Client) fleetRetry(ctx context.Context, d *fleetDep, req retryRequest) 
 	} else if v.reason == ReasonBreakerOpen {
 		info := breakerFacts(dec.Breaker, dec.RetryAfterMs, time.Now())
 		v.breaker = &info
+	} else if v.reason == ReasonBudgetExhausted {
+		v.budgetWait = time.Duration(dec.RetryAfterMs) * time.Millisecond
 	}
 	return v, true
 }

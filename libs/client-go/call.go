@@ -351,25 +351,21 @@ func (r *run) afterAttempt(fn attempter, err error, elapsed time.Duration, adm a
 			return err
 		}
 	}
-	remaining := time.Until(r.deadline)
-	if remaining <= 0 {
-		return r.giveUp(ReasonDeadlineExceeded, nil)
-	}
-	req := retryRequest{Attempt: r.launched, Idempotent: true, DeadlineMs: remaining.Milliseconds()}
-	if req.DeadlineMs > maxDurationMs {
-		req.DeadlineMs = maxDurationMs
-	}
-	if req.Attempt > 100 {
-		req.Attempt = 100
-	}
-	if failure.Status != 0 {
-		req.Status = failure.Status
-	} else {
-		req.Error = string(failure.Kind)
-	}
-	v := c.retryVerdict(r.ctx, f, req)
-	if err := r.ctx.Err(); err != nil {
+	v, err := r.askForRetry(failure)
+	if err != nil {
 		return err
+	}
+	// A call the dependency asked to come back later waits once for the fleet's budget, when it
+	// frees within that Retry-After and before the deadline, and asks again; one that failed
+	// without a Retry-After (an outage, typically) still fails at once.
+	if wait := v.budgetWait; !v.allow && v.reason == ReasonBudgetExhausted && failure.RetryAfter > 0 &&
+		wait > 0 && wait <= failure.RetryAfter && time.Now().Add(wait).Before(r.deadline) {
+		if err := sleep(r.ctx, wait); err != nil {
+			return err
+		}
+		if v, err = r.askForRetry(failure); err != nil {
+			return err
+		}
 	}
 	if !v.allow {
 		if v.reason == ReasonBreakerOpen {
@@ -394,6 +390,32 @@ func (r *run) afterAttempt(fn attempter, err error, elapsed time.Duration, adm a
 	}
 	r.granted = true
 	return r.round(fn)
+}
+
+// askForRetry asks for the call's next retry: the verdict, or the error that ends the call (no
+// time left, or the caller's context ended).
+func (r *run) askForRetry(failure Failure) (verdict, error) {
+	remaining := time.Until(r.deadline)
+	if remaining <= 0 {
+		return verdict{}, r.giveUp(ReasonDeadlineExceeded, nil)
+	}
+	req := retryRequest{Attempt: r.launched, Idempotent: true, DeadlineMs: remaining.Milliseconds()}
+	if req.DeadlineMs > maxDurationMs {
+		req.DeadlineMs = maxDurationMs
+	}
+	if req.Attempt > 100 {
+		req.Attempt = 100
+	}
+	if failure.Status != 0 {
+		req.Status = failure.Status
+	} else {
+		req.Error = string(failure.Kind)
+	}
+	v := r.dep.client.retryVerdict(r.ctx, r.dep.fleet, req)
+	if err := r.ctx.Err(); err != nil {
+		return verdict{}, err
+	}
+	return v, nil
 }
 
 // refused is the give-up a refusal is.

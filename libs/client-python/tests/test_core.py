@@ -19,6 +19,7 @@ from sluice.core import (
     HeldDenial,
     after_verdict,
     backoff_delay,
+    budget_wait,
     classify,
     give_up_before_asking,
     parse_retry_after,
@@ -249,6 +250,17 @@ def test_the_retry_after_is_waited_out_before_the_ask() -> None:
     assert wait_before_asking(new_call(), error, Failure(status=503), 1000) == (None, 0)
     stop, wait = wait_before_asking(new_call(), error, failure, 9700)  # 300 ms do not fit before 10_000
     assert isinstance(stop, DeadlineExceededError) and stop.attempts == 1 and wait == 0
+
+
+def test_a_budget_denial_after_a_retry_after_is_waited_for_once() -> None:
+    denied = Verdict(False, "budget_exhausted", budget_retry_after_ms=399.2)
+    after = Failure(status=503, retry_after_ms=1000)
+    assert budget_wait(new_call(), denied, after, 1000) == 400
+    assert budget_wait(new_call(), denied, Failure(status=503), 1000) == 0  # no Retry-After: at once
+    assert budget_wait(new_call(), denied, Failure(status=503, retry_after_ms=300), 1000) == 0  # frees later than it
+    assert budget_wait(new_call(), denied, after, 9700) == 0  # past the deadline
+    assert budget_wait(new_call(), Verdict(False, "budget_exhausted"), after, 1000) == 0  # no time said
+    assert budget_wait(new_call(), Verdict(False, "max_attempts", budget_retry_after_ms=100), after, 1000) == 0
 
 
 def test_the_ask_and_what_a_verdict_means() -> None:

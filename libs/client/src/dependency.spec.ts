@@ -75,6 +75,7 @@ const retryDecision = (verdict: RetryVerdict): RetryDecision => ({
     ? { state: verdict.breaker.state, openUntil: verdict.breaker.openUntil, reason: verdict.breaker.operatorReason }
     : { state: 'closed' },
   ...(verdict.breaker?.retryAfterMs ? { retryAfterMs: verdict.breaker.retryAfterMs } : {}),
+  ...(verdict.budgetRetryAfterMs ? { retryAfterMs: verdict.budgetRetryAfterMs } : {}),
   shadow: false,
 });
 
@@ -309,6 +310,60 @@ describe('Dependency.execute', () => {
     expect(askedAt - attemptsAt[0]).toBeGreaterThanOrEqual(20);
     expect(attemptsAt[1] - askedAt).toBeGreaterThanOrEqual(3);
     expect(retries[0].delayMs).toBe(3);
+  });
+
+  describe('a budget denial after a Retry-After', () => {
+    const exhausted = (budgetRetryAfterMs: number): RetryVerdict => ({
+      allow: false,
+      reason: 'budget_exhausted',
+      delayMs: 0,
+      budgetRetryAfterMs,
+    });
+    const askedAt: number[] = [];
+    /** The coordinator's answers in turn, the last one repeated; each ask's time is kept. */
+    const answering = (...verdicts: RetryVerdict[]) => {
+      askedAt.length = 0;
+      return () => {
+        askedAt.push(performance.now());
+        return verdicts.length > 1 ? verdicts.shift()! : verdicts[0];
+      };
+    };
+    const failing = (retryAfterMs?: number) => new HttpStatusError(new Response('', { status: 503 }), retryAfterMs, false);
+
+    it('waits once for the budget when it frees within the Retry-After, and asks again', async () => {
+      const { dep, asked } = setup({ idempotent: true }, answering(exhausted(15), GRANT));
+      expect(await dep.execute(script([failing(20)], 'second').fn)).toBe('second');
+      expect(asked).toHaveLength(2);
+      expect(askedAt[1] - askedAt[0]).toBeGreaterThanOrEqual(15);
+    });
+
+    it('a second denial ends the call', async () => {
+      const { dep, asked } = setup({ idempotent: true }, answering(exhausted(15)));
+      const error = await rejection(dep.execute(script([failing(20)], 1).fn));
+      expect(error).toMatchObject({ reason: 'budget_exhausted', attempts: 1 });
+      expect(asked).toHaveLength(2);
+    });
+
+    it('without a Retry-After, or when the budget frees later than it, or past the deadline, the call ends at once', async () => {
+      for (const [retryAfterMs, budgetMs] of [
+        [undefined, 15],
+        [20, 50],
+      ] as const) {
+        const { dep, asked } = setup({ idempotent: true }, answering(exhausted(budgetMs), GRANT));
+        const error = await rejection(dep.execute(script([failing(retryAfterMs)], 1).fn));
+        expect(error).toMatchObject({ reason: 'budget_exhausted', attempts: 1 });
+        expect(asked).toHaveLength(1);
+      }
+      // The ask comes 10 ms (on the call's clock) into a 20 ms deadline: a wait of 15 does not fit.
+      const ask = answering(exhausted(15), GRANT);
+      const late = setup({ idempotent: true }, () => {
+        late.clock.advance(10);
+        return ask();
+      });
+      const error = await rejection(late.dep.execute(script([failing(5)], 1).fn, { deadlineMs: 20 }));
+      expect(error).toMatchObject({ reason: 'budget_exhausted', attempts: 1 });
+      expect(late.asked).toHaveLength(1);
+    });
   });
 
   it('a Retry-After that would reach the deadline ends the call without an ask', async () => {

@@ -28,7 +28,7 @@ from typing import Any, Awaitable, Callable, Dict, Optional, Sequence, TypeVar, 
 
 from . import context
 from .client import Policy, Sluice
-from .core.call import Call
+from .core.call import Call, budget_wait
 from .core.classification import Classifier
 from .errors import DeadlineExceededError
 
@@ -100,6 +100,10 @@ class AsyncDependency(Policy):
             error, failure = failing
             await asyncio.sleep(self.retry_after_wait(call, error, failure) / 1000)
             verdict = await loop.run_in_executor(None, engine.retry, self.state, self.ask_for(call, error, failure))
+            wait = budget_wait(call, verdict, failure, engine.now())
+            if wait:
+                await asyncio.sleep(wait / 1000)
+                verdict = await loop.run_in_executor(None, engine.retry, self.state, self.ask_for(call, error, failure))
             await asyncio.sleep(self.granted_delay(call, verdict, error) / 1000)
             now = engine.now()
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, TypeVar, Union, cast
 
 from . import context
 from ._options import check_name, make_options
-from .core.call import Call, admission_refusal, auto_timeout_ms, after_verdict, give_up_before_asking, retry_ask, wait_before_asking
+from .core.call import Call, admission_refusal, after_verdict, auto_timeout_ms, budget_wait, give_up_before_asking, retry_ask, wait_before_asking
 from .core.classification import Classifier, Failure, classify, is_dependency_failure, response_failure
 from .core.local import Verdict
 from .core.policy import BackoffPolicy
@@ -257,6 +257,10 @@ class Dependency(Policy):
             error, failure = failing
             time.sleep(self.retry_after_wait(call, error, failure) / 1000)
             verdict = engine.retry(self.state, self.ask_for(call, error, failure))
+            wait = budget_wait(call, verdict, failure, engine.now())
+            if wait:
+                time.sleep(wait / 1000)
+                verdict = engine.retry(self.state, self.ask_for(call, error, failure))
             time.sleep(self.granted_delay(call, verdict, error) / 1000)
             now = engine.now()
 

@@ -346,8 +346,9 @@ class Engine:
             with self.lock:
                 held = state.held.current(now)
             if held is not None:
-                facts = facts_of(held.breaker, held.until - now, now) if held.reason == "breaker_open" else None
-                return Verdict(False, held.reason, 0, facts)
+                if held.reason == "breaker_open":
+                    return Verdict(False, held.reason, 0, facts_of(held.breaker, held.until - now, now))
+                return Verdict(False, held.reason, 0, None, held.until - now)
         left = with_deadline_left(ask, (time.monotonic() - asked_at) * 1000)
         if left is None:
             return DEADLINE_PASSED
@@ -382,8 +383,10 @@ class Engine:
                 state.local.count_fleet_retry(now)
         allow = bool(decision.get("allow"))
         reason = str(decision.get("reason"))
-        facts = facts_of(decision.get("breaker"), decision.get("retryAfterMs"), now) if reason == "breaker_open" else None
-        return Verdict(allow, reason, int(decision.get("delayMs") or 0), facts)
+        retry_after = decision.get("retryAfterMs")
+        facts = facts_of(decision.get("breaker"), retry_after, now) if reason == "breaker_open" else None
+        budget_wait = float(retry_after) if reason == "budget_exhausted" and isinstance(retry_after, (int, float)) and retry_after > 0 else None
+        return Verdict(allow, reason, int(decision.get("delayMs") or 0), facts, budget_wait)
 
     def _answered(self, state: DependencyState, decision: Dict[str, Any], now: float) -> None:
         self.link.succeeded("retry")

@@ -55,6 +55,8 @@ export interface RetryVerdict {
   delayMs: number;
   /** What the decision said of the breaker, on a `breaker_open` denial. */
   breaker?: BreakerFacts;
+  /** On a fleet's `budget_exhausted` denial: ms until the same ask could be granted, when it said. */
+  budgetRetryAfterMs?: number;
 }
 
 /** An answer now, or later; `undefined` when this decider could not decide (the coordinator did not answer). */

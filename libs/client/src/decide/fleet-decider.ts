@@ -104,6 +104,9 @@ export class FleetDecider implements Decider {
       if (decision.allow) dependency.local.countFleetRetry(now);
       const verdict: RetryVerdict = { allow: decision.allow, reason: decision.reason, delayMs: decision.delayMs };
       if (decision.reason === 'breaker_open') verdict.breaker = factsOf(decision.breaker, decision.retryAfterMs, now);
+      else if (decision.reason === 'budget_exhausted' && decision.retryAfterMs) {
+        verdict.budgetRetryAfterMs = decision.retryAfterMs;
+      }
       return verdict;
     } catch (error) {
       if (error instanceof AskNotSentError) return DEADLINE_PASSED;
@@ -253,5 +256,6 @@ function holdDenial(dependency: FleetDependency, decision: RetryDecision, now: n
 function heldVerdict(held: HeldRefusal, now: number): RetryVerdict {
   const verdict: RetryVerdict = { allow: false, reason: held.reason, delayMs: 0 };
   if (held.reason === 'breaker_open') verdict.breaker = factsOf(held.breaker, held.until - now, now);
+  else verdict.budgetRetryAfterMs = held.until - now;
   return verdict;
 }

@@ -2,6 +2,7 @@ import { MAX_DURATION_MS, MAX_RETRY_ATTEMPT, type RetryRequest } from '@sluice/p
 import { sleep } from '../abortable-sleep';
 import { classify, retryDenial, type Failure } from '../classification';
 import { BreakerOpenError, DeadlineExceededError, GiveUpError, type GiveUpReason } from '../errors';
+import type { RetryVerdict } from '../decide/decider';
 import type { Call } from './call';
 import type { CallPolicy } from './call-policy';
 
@@ -9,8 +10,9 @@ import type { CallPolicy } from './call-policy';
  * After a failed round: gives up (throws) or waits, then the next round may go. The dependency's
  * Retry-After is waited out before the ask, so the budget counts the retry when it is about to be
  * sent (a grant held through the wait would be counted as failing until its success is reported)
- * and the fleet decides on what it knows then; the granted backoff follows. A failure that is not
- * retriable at all is rethrown as it is.
+ * and the fleet decides on what it knows then; the granted backoff follows. A call that waited a
+ * Retry-After and is denied `budget_exhausted` waits for the budget once (see `budgetWait`). A
+ * failure that is not retriable at all is rethrown as it is.
  */
 export async function retryStep(policy: CallPolicy, call: Call, error: unknown): Promise<void> {
   const { name, options, runtime } = policy;
@@ -30,9 +32,14 @@ export async function retryStep(policy: CallPolicy, call: Call, error: unknown):
     if (clock.now() + retryAfterMs >= call.deadlineAt) throw deadlineExceeded();
     await sleep(retryAfterMs, call.signal);
   }
-  const remaining = call.deadlineAt - clock.now();
-  if (remaining <= 0) throw deadlineExceeded();
-  const verdict = await runtime.decider.retry(policy.fleet, retryRequest(call.launched, remaining, failure));
+  let verdict = await askForRetry(policy, call, failure);
+  if (verdict === undefined) throw deadlineExceeded();
+  const budgetWaitMs = budgetWait(verdict, retryAfterMs);
+  if (budgetWaitMs !== undefined && clock.now() + budgetWaitMs < call.deadlineAt) {
+    await sleep(budgetWaitMs, call.signal);
+    verdict = await askForRetry(policy, call, failure);
+    if (verdict === undefined) throw deadlineExceeded();
+  }
   if (!verdict.allow) {
     if (verdict.reason === 'breaker_open') {
       const breaker = verdict.breaker ?? runtime.decider.breakerFacts(policy.fleet, clock.now());
@@ -47,6 +54,26 @@ export async function retryStep(policy: CallPolicy, call: Call, error: unknown):
   call.retryGranted = verdict.reason === 'granted';
   policy.retrying({ dependency: name, attempt: call.launched + 1, delayMs, error, hedge: false });
   await sleep(delayMs, call.signal);
+}
+
+/**
+ * How long a denied call waits for the fleet's budget before it asks once more, or undefined for
+ * not at all: only after a `budget_exhausted` denial that says when the same ask could be granted
+ * (its window ageing out), and only for a call that the dependency asked to come back later
+ * (Retry-After), for no longer than it asked. Such a call was prepared to wait; a call that failed
+ * without one (an outage, typically) still fails at once.
+ */
+function budgetWait(verdict: RetryVerdict, retryAfterMs: number): number | undefined {
+  const waitMs = verdict.budgetRetryAfterMs;
+  if (verdict.allow || verdict.reason !== 'budget_exhausted' || waitMs === undefined) return undefined;
+  return retryAfterMs > 0 && waitMs <= retryAfterMs ? waitMs : undefined;
+}
+
+/** Asks the decider for the call's next retry; undefined when no time is left to ask. */
+async function askForRetry(policy: CallPolicy, call: Call, failure: Failure): Promise<RetryVerdict | undefined> {
+  const remaining = call.deadlineAt - policy.runtime.clock.now();
+  if (remaining <= 0) return undefined;
+  return policy.runtime.decider.retry(policy.fleet, retryRequest(call.launched, remaining, failure));
 }
 
 /**

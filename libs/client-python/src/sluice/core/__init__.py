@@ -4,7 +4,7 @@ and the local fallback's budget and breaker. No sockets, no threads, no clock: t
 
 from .backoff import backoff_delay, parse_retry_after
 from .breaker import BreakerMachine, BreakerRecord
-from .call import Call, after_verdict, give_up_before_asking, retry_ask, wait_before_asking
+from .call import Call, after_verdict, budget_wait, give_up_before_asking, retry_ask, wait_before_asking
 from .classification import Classifier, Failure, classify, is_dependency_failure, retry_denial
 from .link import CoordinatorLink
 from .local import BreakerFacts, LocalGuard, Verdict
@@ -31,6 +31,7 @@ __all__ = [
     "Verdict",
     "after_verdict",
     "backoff_delay",
+    "budget_wait",
     "classify",
     "give_up_before_asking",
     "is_dependency_failure",

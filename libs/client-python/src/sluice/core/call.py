@@ -92,6 +92,27 @@ def wait_before_asking(call: Call, error: BaseException, failure: Failure, now: 
     return None, wait
 
 
+def budget_wait(call: Call, verdict: Verdict, failure: Failure, now: float) -> int:
+    """How long (ms) a denied call waits for the fleet's budget before it asks once more; 0 for not at all.
+
+    Only after a ``budget_exhausted`` denial that says when the same ask could be granted, for a
+    call the dependency asked to come back later (Retry-After), for no longer than it asked and
+    within the deadline. A call that failed without a Retry-After (an outage, typically) still
+    fails at once.
+
+    >>> call = Call("pay", 5000, True, None, 3, launched=1)
+    >>> denied = Verdict(False, "budget_exhausted", budget_retry_after_ms=400)
+    >>> budget_wait(call, denied, Failure(status=503, retry_after_ms=1000), 1000), budget_wait(call, denied, Failure(status=503), 1000)
+    (400, 0)
+    """
+    wait = verdict.budget_retry_after_ms
+    if verdict.allow or verdict.reason != "budget_exhausted" or not wait or not failure.retry_after_ms:
+        return 0
+    if wait > failure.retry_after_ms or now + wait >= call.deadline_at:
+        return 0
+    return math.ceil(wait)
+
+
 def retry_ask(call: Call, failure: Failure, now: float) -> Dict[str, Any]:
     """The body of ``POST …/retry`` after ``call.launched`` attempts (without its ``requestId``).
 

@@ -20,6 +20,8 @@ class Verdict:
     delay_ms: int = 0
     #: For a ``breaker_open`` denial: what is known of the breaker that refused.
     breaker: Optional["BreakerFacts"] = None
+    #: For the fleet's ``budget_exhausted`` denial: ms until the same ask could be granted, when it said.
+    budget_retry_after_ms: Optional[float] = None
 
 
 @dataclass(frozen=True)
