@@ -25,7 +25,8 @@
 // says the request was not processed) asks the coordinator for a retry (POST …/retry with a
 // requestId; simultaneous asks of the process go as one POST /retries), after waiting out the
 // dependency's Retry-After, and waits the granted backoff. A denial that says when to ask again is
-// repeated locally until then, without a request. The breaker state comes over Server-Sent Events
+// repeated locally until then, without a request; after a Retry-After, a budget_exhausted denial
+// that frees within it is waited for once and asked again. The breaker state comes over Server-Sent Events
 // (polled while the stream is down), so an operator's trip fails the next call of every process
 // with the operator's reason. When the coordinator stops answering, a local budget and breaker
 // take over, with this process's share of the fleet's floor, until it answers again.
