@@ -172,7 +172,9 @@ func (r *reporter) deliver(batch []*reportEntry, takenAt time.Time) bool {
 		reported, ok := answer.Deps[e.Dep]
 		e.dep.reported(takenAt, reported.Reporters)
 		if ok && reported.Breaker.State != "" {
-			e.dep.applyState(reported.Breaker.State, false, 0, "")
+			// An open or forced breaker comes with until when and the operator's reason.
+			b := reported.Breaker
+			e.dep.applyState(b.State, b.OpenUntil != 0 || b.Reason != "", b.OpenUntil, b.Reason)
 		}
 	}
 	return true

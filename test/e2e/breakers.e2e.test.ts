@@ -88,7 +88,10 @@ describe.each([
     expect(before.body.breaker).toMatchObject({ state: 'closed' });
 
     const opened = await failures(dep).expect(200);
-    expect(opened.body).toEqual({ deps: { [dep]: { breaker: { state: 'open' }, reporters: 1 } } });
+    // The answer says until when it is open (an automatic open: no operator's reason).
+    expect(opened.body).toEqual({
+      deps: { [dep]: { breaker: { state: 'open', openUntil: expect.any(Number), reason: null }, reporters: 1 } },
+    });
 
     const refusedRetry = await retry(dep).expect(200);
     expect(refusedRetry.body).toMatchObject({ allow: false, reason: 'breaker_open', breaker: { state: 'open' } });
@@ -239,6 +242,9 @@ describe.each([
       expect(refused.body).toMatchObject({ allow: false, reason: 'breaker_open', breaker: { state: 'forced_open' } });
       expect(refused.body.probe).toBeUndefined();
     }
+    // A report's answer carries the operator's reason too, so a client that learns the trip from it can say why.
+    const reported = await report([{ dep, requests: 1, successes: 1, failures: 0, slow: 0 }]).expect(200);
+    expect(reported.body.deps[dep].breaker).toEqual({ state: 'forced_open', openUntil: null, reason: 'bad deploy' });
     // Forced open never half-opens by itself.
     expect((await view(dep).expect(200)).body.breaker).toMatchObject({ state: 'forced_open', openUntil: null });
 

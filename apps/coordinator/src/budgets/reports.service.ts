@@ -9,6 +9,7 @@ import type {
 } from '@sluice/protocol';
 import { validationFailed } from '../common/api-error';
 import { BreakerMetrics } from '../breakers/breaker-metrics';
+import { breakerSummaryOf } from '../breakers/breaker-summary';
 import { DependencyRegistry } from '../dependencies/dependency-registry.service';
 import { MetricsService, UNREGISTERED } from '../metrics/metrics.service';
 import { PolicyService } from '../policies/policy.service';
@@ -67,7 +68,7 @@ export class ReportsService {
             entry.retriesSucceeded,
           );
         }
-        response.deps[entry.dep] = { breaker: { state: breaker.record.state }, reporters };
+        response.deps[entry.dep] = { breaker: breakerSummaryOf(breaker.record), reporters };
       }),
     );
     return response;

@@ -504,9 +504,7 @@ class Engine:
                         state.held.reported(now)
                         entry = deps.get(state.name) if isinstance(deps, dict) else None
                         if isinstance(entry, dict):
-                            breaker = entry.get("breaker")
-                            if isinstance(breaker, dict) and isinstance(breaker.get("state"), str):
-                                state.apply_state(breaker["state"])
+                            state.apply_breaker(entry.get("breaker"))
                             reporters = entry.get("reporters")
                             if isinstance(reporters, int) and reporters > 0:
                                 state.fleet_size = reporters

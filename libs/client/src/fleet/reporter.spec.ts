@@ -39,4 +39,25 @@ describe('Reporter', () => {
     await last;
     expect(closed).toBe(true);
   });
+
+  it('takes the breaker of a report’s answer whole: an operator’s trip learned from it carries the reason', async () => {
+    const clock = new ManualClock();
+    const dependency = new FleetDependency('inventory', undefined, 1);
+    const reason = 'bad deploy 4711';
+    const transport = {
+      report: async (): Promise<ReportResponse> => ({
+        deps: { inventory: { breaker: { state: 'forced_open', openUntil: null, reason }, reporters: 2 } },
+      }),
+    } as unknown as CoordinatorTransport;
+    const reporter = new Reporter(() => [dependency], transport, new CoordinatorLink(silentLogger, 'local'), clock, {
+      reporter: 'pod-1',
+      intervalMs: 200,
+      timeoutMs: 1000,
+      maxAgeMs: 10_000,
+    });
+    dependency.recordRequest(clock.now());
+    await reporter.flush();
+    expect(dependency.breakerFacts(clock.now())).toMatchObject({ state: 'forced_open', operatorReason: reason });
+    expect(dependency.fleetSize).toBe(2);
+  });
 });

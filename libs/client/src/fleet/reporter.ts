@@ -87,7 +87,7 @@ export class Reporter {
         for (const { dependency } of batch) {
           dependency.heldDenial.reported(now);
           const reported = answer.deps?.[dependency.name];
-          if (reported?.breaker?.state) dependency.applyState(reported.breaker.state);
+          if (reported?.breaker?.state) dependency.applyBreaker(reported.breaker);
           if (Number.isInteger(reported?.reporters) && reported.reporters > 0)
             dependency.fleetSize = reported.reporters;
         }
