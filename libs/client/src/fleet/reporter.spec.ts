@@ -5,6 +5,15 @@ import { CoordinatorLink, silentLogger } from './coordinator-link';
 import { FleetDependency } from './fleet-dependency';
 import { Reporter } from './reporter';
 
+/** A reporter of one dependency every 200 ms over `transport`. */
+const reporterOf = (dependency: FleetDependency, transport: CoordinatorTransport, clock: ManualClock) =>
+  new Reporter(() => [dependency], transport, new CoordinatorLink(silentLogger, 'local'), clock, {
+    reporter: 'pod-1',
+    intervalMs: 200,
+    timeoutMs: 1000,
+    maxAgeMs: 10_000,
+  });
+
 describe('Reporter', () => {
   it('a flush made while a delivery is under way resolves only once what it found pending was delivered', async () => {
     const clock = new ManualClock();
@@ -18,12 +27,7 @@ describe('Reporter', () => {
           held.push(() => resolve({ deps: {} }));
         }),
     } as unknown as CoordinatorTransport;
-    const reporter = new Reporter(() => [dependency], transport, new CoordinatorLink(silentLogger, 'local'), clock, {
-      reporter: 'pod-1',
-      intervalMs: 200,
-      timeoutMs: 1000,
-      maxAgeMs: 10_000,
-    });
+    const reporter = reporterOf(dependency, transport, clock);
     for (let i = 0; i < 3; i++) dependency.recordRequest(clock.now());
     const first = reporter.flush(); // the interval's delivery, under way
     for (let i = 0; i < 2; i++) dependency.recordRequest(clock.now());
@@ -49,12 +53,7 @@ describe('Reporter', () => {
         deps: { inventory: { breaker: { state: 'forced_open', openUntil: null, reason }, reporters: 2 } },
       }),
     } as unknown as CoordinatorTransport;
-    const reporter = new Reporter(() => [dependency], transport, new CoordinatorLink(silentLogger, 'local'), clock, {
-      reporter: 'pod-1',
-      intervalMs: 200,
-      timeoutMs: 1000,
-      maxAgeMs: 10_000,
-    });
+    const reporter = reporterOf(dependency, transport, clock);
     dependency.recordRequest(clock.now());
     await reporter.flush();
     expect(dependency.breakerFacts(clock.now())).toMatchObject({ state: 'forced_open', operatorReason: reason });
