@@ -385,8 +385,8 @@ class Engine:
         reason = str(decision.get("reason"))
         retry_after = decision.get("retryAfterMs")
         facts = facts_of(decision.get("breaker"), retry_after, now) if reason == "breaker_open" else None
-        budget_wait = float(retry_after) if reason == "budget_exhausted" and isinstance(retry_after, (int, float)) and retry_after > 0 else None
-        return Verdict(allow, reason, int(decision.get("delayMs") or 0), facts, budget_wait)
+        frees_in_ms = float(retry_after) if reason == "budget_exhausted" and isinstance(retry_after, (int, float)) and retry_after > 0 else None
+        return Verdict(allow, reason, int(decision.get("delayMs") or 0), facts, frees_in_ms)
 
     def _answered(self, state: DependencyState, decision: Dict[str, Any], now: float) -> None:
         self.link.succeeded("retry")
