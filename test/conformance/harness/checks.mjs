@@ -47,6 +47,11 @@ export function isAsk(entry, namespace) {
   );
 }
 
+/** An admission: `POST …/deps/{dep}/admit`. */
+export function isAdmit(entry, namespace) {
+  return entry.method === 'POST' && entry.path.startsWith(`/v1/${namespace}/deps/`) && entry.path.endsWith('/admit');
+}
+
 const KINDS = {
   retry: (e) => e.method === 'POST' && e.path.endsWith('/retry'),
   retries: (e) => e.method === 'POST' && e.path.endsWith('/retries'),
@@ -213,8 +218,9 @@ const CHECKS = {
     return null;
   },
 
+  /** The client's breaker at its last `wait_breaker` step. */
   breaker(check, run) {
-    const event = run.events.find((e) => e.event === 'breaker');
+    const event = run.events.findLast((e) => e.event === 'breaker');
     if (!event) return 'no breaker event';
     if (event.timedOut || event.state !== check.breaker) {
       return `the client's breaker ${event.state}${event.timedOut ? ' (timed out)' : ''}, expected ${check.breaker}`;

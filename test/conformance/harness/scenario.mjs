@@ -3,7 +3,7 @@
 // driver's events, then the checks.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { firstFailure, isAsk } from './checks.mjs';
+import { firstFailure, isAdmit, isAsk } from './checks.mjs';
 
 const DEPENDENCY = 'payments-api';
 const DEFAULT_TIMEOUT_MS = 20_000;
@@ -65,13 +65,23 @@ function killsCoordinators(scenario) {
   return (scenario.actions ?? []).some((action) => action.do === 'kill_coordinators');
 }
 
-/** The proxies' faults: the nth request carrying retry asks (1-based, across both proxies) gets the given answer. */
+/**
+ * The proxies' faults: the nth request carrying retry asks (`ask`, 1-based, across both proxies),
+ * or the nth admission (`admit`), gets the given answer.
+ */
 function faultsOf(faults, namespace) {
   let asks = 0;
+  let admits = 0;
   return (entry) => {
-    if (!isAsk(entry, namespace)) return 'forward';
-    asks += 1;
-    return faults.find((fault) => fault.ask === asks)?.answer ?? 'forward';
+    if (isAsk(entry, namespace)) {
+      asks += 1;
+      return faults.find((fault) => fault.ask === asks)?.answer ?? 'forward';
+    }
+    if (isAdmit(entry, namespace)) {
+      admits += 1;
+      return faults.find((fault) => fault.admit === admits)?.answer ?? 'forward';
+    }
+    return 'forward';
   };
 }
 

@@ -1,5 +1,5 @@
 import { ManualClock } from '@sluice/core';
-import type { RetryAsk, RetryDecision, RetryRequest } from '@sluice/protocol';
+import type { AdmitDecision, RetryAsk, RetryDecision, RetryRequest } from '@sluice/protocol';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CoordinatorLink, silentLogger } from '../fleet/coordinator-link';
 import { FleetDependency } from '../fleet/fleet-dependency';
@@ -12,14 +12,20 @@ const GRANT = grantedDecision({
   budget: { retries: 1, retriesSucceeded: 0, requests: 10, limit: 5, cap: 5, windowSeconds: 10 },
 });
 
-/** A coalescing decider on a manual clock, whose coordinator answers each ask with `decide`. */
-function deciderFor(decide: (request: RetryRequest) => Promise<RetryDecision>) {
+/**
+ * A coalescing decider on a manual clock, whose coordinator answers each ask with `decide` and
+ * each admission with `admit`.
+ */
+function deciderFor(
+  decide: (request: RetryRequest) => Promise<RetryDecision>,
+  admit: () => Promise<AdmitDecision> = async () => {
+    throw new Error('not used');
+  },
+) {
   const transport = {
     retry: (_dep: string, request: RetryRequest) => decide(request),
     retries: async (asks: RetryAsk[]) => ({ decisions: await Promise.all(asks.map((ask) => decide(ask))) }),
-    admit: async () => {
-      throw new Error('not used');
-    },
+    admit,
   };
   const link = new CoordinatorLink(silentLogger, 'local', 1);
   const leases = new LeaseKeeper(
@@ -102,5 +108,86 @@ describe('FleetDecider: the decision timeout runs from when the ask goes out', (
 
     expect((await decision)?.reason).toBe('granted');
     expect(asked).toHaveLength(1);
+  });
+});
+
+describe('FleetDecider: a probe granted in an answer that came too late', () => {
+  /**
+   * A decider whose coordinator answers the first admission (a grant holding the probe `late-1`,
+   * expiring `probeMs` after the ask) only when told to, after the caller stopped waiting, and
+   * every later one with a refusal: while the fleet's probe is leased, nobody else gets one.
+   */
+  function setupLateProbe(probeMs = 10_000) {
+    const admitted: number[] = [];
+    let answerFirst: () => void = () => undefined;
+    const firstAnswered = new Promise<void>((resolve) => (answerFirst = resolve));
+    const { decider, clock, dependency } = deciderFor(
+      async () => GRANT,
+      async () => {
+        admitted.push(Date.now());
+        if (admitted.length > 1) {
+          return {
+            allow: false,
+            reason: 'breaker_open',
+            retryAfterMs: 0,
+            breaker: { state: 'half_open' },
+            shadow: false,
+          };
+        }
+        const expiresAt = Date.now() + probeMs;
+        await firstAnswered;
+        return {
+          allow: true,
+          reason: 'granted',
+          retryAfterMs: 0,
+          breaker: { state: 'half_open' },
+          probe: { token: 'late-1', expiresAt },
+          shadow: false,
+        };
+      },
+    );
+    dependency.applyState('half_open');
+    /** The first admission, given up on; resolves once its late answer has been handled. */
+    const lateAdmission = async () => {
+      expect(await decider.admit(dependency, 1, 'half_open')).toBeUndefined();
+      answerFirst();
+      await sleep(5);
+    };
+    return { decider, clock, dependency, admitted, lateAdmission };
+  }
+
+  it('lets the next attempt on the half-open breaker out as that probe, without asking again', async () => {
+    const { decider, dependency, admitted, lateAdmission } = setupLateProbe();
+    await lateAdmission();
+
+    expect(await decider.admit(dependency, 1, 'half_open')).toEqual({
+      allow: true,
+      probe: { token: 'late-1' },
+      permit: undefined,
+    });
+    expect(admitted).toHaveLength(1);
+    // Taken once: the attempt after it asks, and the fleet refuses it while the probe is out.
+    expect(await decider.admit(dependency, 1, 'half_open')).toMatchObject({ allow: false, reason: 'breaker_open' });
+    expect(admitted).toHaveLength(2);
+  });
+
+  it('does not use a kept probe once it has expired', async () => {
+    const { decider, clock, dependency, admitted, lateAdmission } = setupLateProbe(2_000);
+    await lateAdmission();
+    clock.advance(2_050);
+
+    expect(await decider.admit(dependency, 1, 'half_open')).toMatchObject({ allow: false, reason: 'breaker_open' });
+    expect(admitted).toHaveLength(2);
+  });
+
+  it('drops a kept probe when the breaker leaves half-open', async () => {
+    const { decider, dependency, admitted, lateAdmission } = setupLateProbe();
+    await lateAdmission();
+    // The probe failed elsewhere (or expired) and the breaker reopened, then half-opened again.
+    dependency.applyState('open', Date.now() + 1_000);
+    dependency.applyState('half_open');
+
+    expect(await decider.admit(dependency, 1, 'half_open')).toMatchObject({ allow: false, reason: 'breaker_open' });
+    expect(admitted).toHaveLength(2);
   });
 });

@@ -147,10 +147,13 @@ export class FleetDecider implements Decider {
    * POST /admit, with the attempt's cost: the probe and lease it grants, or its refusal; undefined
    * when it does not answer in time (the fallback decides this attempt). The request itself may
    * take the longer request timeout: a lease granted in an answer that comes after the caller
-   * stopped waiting is released rather than left to expire.
+   * stopped waiting is released rather than left to expire, and a probe granted in it is kept for
+   * the next attempt on the half-open breaker, which takes it without asking.
    */
-  async admit(dependency: FleetDependency, cost: number): Promise<AdmitAnswer | undefined> {
+  async admit(dependency: FleetDependency, cost: number, state: BreakerState): Promise<AdmitAnswer | undefined> {
     if (this.link.configError) return { allow: false, reason: 'config_error' };
+    const kept = state === 'half_open' ? dependency.keptProbes.take(this.clock.now()) : undefined;
+    if (kept !== undefined) return { allow: true, probe: { token: kept }, permit: undefined };
     // Attempts the fallback let out hold no lease: while they run, the fleet undercounts this process.
     const held = dependency.limited ? dependency.localLimits.whileUnleased() : undefined;
     if (held) return held;
@@ -170,6 +173,9 @@ export class FleetDecider implements Decider {
         (late) => {
           this.link.succeeded('admit');
           if (late.lease) this.leases.releaseUnheld(dependency.name, late.lease.id);
+          if (late.allow && late.probe) {
+            dependency.keptProbes.keep(late.probe.token, startedAt + (late.probe.expiresAt - askedAt));
+          }
         },
         (error: unknown) => this.link.failed('admit', error, startedAt),
       );

@@ -13,6 +13,7 @@ import {
 import type { BreakerFacts } from '../errors';
 import { EventEmitter } from '../events';
 import { HeldDenial } from './held-denial';
+import { KeptProbes } from './kept-probes';
 import { LocalGuard } from './local-guard';
 import { LocalLimits } from './local-limits';
 import { PendingReport } from './pending-report';
@@ -69,6 +70,8 @@ export class FleetDependency {
   readonly local: LocalGuard;
   /** The fleet's last retry denial that said when to ask again, repeated locally while it holds. */
   readonly heldDenial = new HeldDenial();
+  /** Fleet probes granted in answers that came too late for their call, for the next attempt to take. */
+  readonly keptProbes = new KeptProbes();
   /** The local fallback's rate and concurrency limits. */
   readonly localLimits: LocalLimits;
   readonly changes = new EventEmitter<BreakerChange>();
@@ -150,6 +153,8 @@ export class FleetDependency {
    */
   applyState(state: BreakerState, openUntil?: number | null, reason?: string | null): void {
     const previous = this.state ?? 'closed';
+    const reopened = state === 'open' && openUntil !== undefined && openUntil !== this.openUntil;
+    if (state !== 'half_open' && (state !== previous || reopened)) this.keptProbes.clear();
     this.state = state;
     if (openUntil !== undefined) this.openUntil = openUntil;
     else if (state !== previous) this.openUntil = null;

@@ -1,0 +1,30 @@
+/**
+ * The fleet probes of one dependency granted in admission answers that came after their caller
+ * stopped waiting. Each is still the fleet's probe (the coordinator lets no other out until its
+ * outcome or its expiry), so the next attempt that would ask for admission on the half-open breaker
+ * takes one instead, and nobody leaves the breaker half-open for a probe no one holds.
+ * @example
+ * kept.keep(decision.probe.token, now + (decision.probe.expiresAt - askedAtWallClock));
+ * kept.take(now); // the token, once, while it has not expired
+ */
+export class KeptProbes {
+  private probes: Array<{ token: string; until: number }> = [];
+
+  /** Keeps `token` until `until` (clock ms). */
+  keep(token: string, until: number): void {
+    this.probes.push({ token, until });
+  }
+
+  /** The kept probe that expires first and has not expired at `now`, removed; undefined when none. */
+  take(now: number): string | undefined {
+    this.probes = this.probes.filter((probe) => now < probe.until);
+    if (this.probes.length === 0) return undefined;
+    this.probes.sort((a, b) => a.until - b.until);
+    return this.probes.shift()?.token;
+  }
+
+  /** The breaker left half-open: the kept probes belong to a period that is over. */
+  clear(): void {
+    this.probes = [];
+  }
+}
