@@ -148,8 +148,9 @@ describe('FleetDecider: a probe granted in an answer that came too late', () => 
     );
     dependency.applyState('half_open');
     /** The first admission, given up on; resolves once its late answer has been handled. */
-    const lateAdmission = async () => {
+    const lateAdmission = async (meanwhile: () => void = () => undefined) => {
       expect(await decider.admit(dependency, 1, 'half_open')).toBeUndefined();
+      meanwhile();
       answerFirst();
       await sleep(5);
     };
@@ -186,6 +187,17 @@ describe('FleetDecider: a probe granted in an answer that came too late', () => 
     // The probe failed elsewhere (or expired) and the breaker reopened, then half-opened again.
     dependency.applyState('open', Date.now() + 1_000);
     dependency.applyState('half_open');
+
+    expect(await decider.admit(dependency, 1, 'half_open')).toMatchObject({ allow: false, reason: 'breaker_open' });
+    expect(admitted).toHaveLength(2);
+  });
+
+  it('does not keep a probe whose answer came after the breaker was seen to leave half-open', async () => {
+    const { decider, dependency, admitted, lateAdmission } = setupLateProbe();
+    await lateAdmission(() => {
+      dependency.applyState('open', Date.now() + 1_000);
+      dependency.applyState('half_open');
+    });
 
     expect(await decider.admit(dependency, 1, 'half_open')).toMatchObject({ allow: false, reason: 'breaker_open' });
     expect(admitted).toHaveLength(2);

@@ -159,6 +159,7 @@ export class FleetDecider implements Decider {
     if (held) return held;
     const askedAt = Date.now();
     const startedAt = this.clock.now();
+    const period = dependency.keptProbes.period;
     const answer = this.transport.admit(dependency.name, this.decisionTimeouts(), cost);
     let decision: AdmitDecision | undefined;
     try {
@@ -174,7 +175,7 @@ export class FleetDecider implements Decider {
           this.link.succeeded('admit');
           if (late.lease) this.leases.releaseUnheld(dependency.name, late.lease.id);
           if (late.allow && late.probe) {
-            dependency.keptProbes.keep(late.probe.token, startedAt + (late.probe.expiresAt - askedAt));
+            dependency.keptProbes.keep(late.probe.token, startedAt + (late.probe.expiresAt - askedAt), period);
           }
         },
         (error: unknown) => this.link.failed('admit', error, startedAt),

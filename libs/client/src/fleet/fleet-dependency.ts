@@ -153,8 +153,7 @@ export class FleetDependency {
    */
   applyState(state: BreakerState, openUntil?: number | null, reason?: string | null): void {
     const previous = this.state ?? 'closed';
-    const reopened = state === 'open' && openUntil !== undefined && openUntil !== this.openUntil;
-    if (state !== 'half_open' && (state !== previous || reopened)) this.keptProbes.clear();
+    if (state !== 'half_open') this.keptProbes.clear();
     this.state = state;
     if (openUntil !== undefined) this.openUntil = openUntil;
     else if (state !== previous) this.openUntil = null;
