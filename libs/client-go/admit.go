@@ -29,7 +29,8 @@ type admitDecision struct {
 	RetryAfterMs int64       `json:"retryAfterMs"`
 	Breaker      breakerWord `json:"breaker"`
 	Probe        *struct {
-		Token string `json:"token"`
+		Token     string `json:"token"`
+		ExpiresAt int64  `json:"expiresAt"`
 	} `json:"probe"`
 	Lease *struct {
 		ID string `json:"id"`
@@ -49,6 +50,13 @@ func (c *Client) admit(ctx context.Context, d *fleetDep, s state, cost int) (adm
 		if c.link.refusal() != nil {
 			return admission{}, &refusal{reason: ReasonConfigError}
 		}
+		// A probe kept from a late answer goes out without asking (the coordinator would refuse
+		// another probe while it is out).
+		if s == halfOpen {
+			if token := d.takeKeptProbe(now); token != "" {
+				return admission{probe: token}, nil
+			}
+		}
 		if adm, ref, decided := c.fleetAdmit(ctx, d, cost); decided {
 			return adm, ref
 		}
@@ -67,6 +75,7 @@ func (c *Client) fleetAdmit(ctx context.Context, d *fleetDep, cost int) (admissi
 	progress := newProgress()
 	settled := make(chan struct{})
 	startedAt := time.Now()
+	epoch := d.halfOpenEpoch()
 	// claimed: the caller took the answer, or gave up waiting for it (then the goroutine handles it).
 	var claimed atomic.Bool
 	ok := c.goTracked(func() {
@@ -80,11 +89,17 @@ func (c *Client) fleetAdmit(ctx context.Context, d *fleetDep, cost int) (admissi
 			close(settled)
 			return
 		}
-		// Nobody waits for this answer: it still tells the link, and a lease it holds goes back.
+		// Nobody waits for this answer: it still tells the link, a lease it holds goes back, and a
+		// probe it carries is kept for the next attempt (the fleet lets no other probe out).
 		if callErr == nil {
 			c.link.succeeded("admit")
 			if answer.Lease != nil {
 				c.releaseLease(d, answer.Lease.ID)
+			}
+			if answer.Allow && answer.Probe != nil {
+				// It lasts until expiresAt (epoch ms), counted on this clock from when the ask went out.
+				lasts := time.Duration(answer.Probe.ExpiresAt-startedAt.UnixMilli()) * time.Millisecond
+				d.keepProbe(answer.Probe.Token, startedAt.Add(lasts), epoch)
 			}
 		} else {
 			c.link.failed("admit", callErr, startedAt)

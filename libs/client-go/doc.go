@@ -28,8 +28,11 @@
 // repeated locally until then, without a request; after a Retry-After, a budget_exhausted denial
 // that frees within it is waited for once and asked again. The breaker state comes over Server-Sent Events
 // (polled while the stream is down), so an operator's trip fails the next call of every process
-// with the operator's reason. When the coordinator stops answering, a local budget and breaker
-// take over, with this process's share of the fleet's floor, until it answers again.
+// with the operator's reason. Through a half-open breaker, or to a rate- or concurrency-limited
+// dependency, an attempt is admitted first (POST …/admit); a probe granted in an answer that came
+// too late is kept, and the dependency's next attempt goes out as it without asking, until it
+// expires or the breaker leaves half-open. When the coordinator stops answering, a local budget
+// and breaker take over, with this process's share of the fleet's floor, until it answers again.
 //
 // Deadlines come from the context: a call's deadline is ctx's, or a Deadline (per call, or the
 // dependency's) when that comes first; every attempt, retry and backoff stays within it, and the

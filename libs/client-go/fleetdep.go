@@ -109,6 +109,11 @@ type fleetDep struct {
 	backoff      *Backoff
 	changes      []BreakerChange
 	firstView    chan struct{}
+
+	// kept are fleet probes granted in answers that came after the caller stopped waiting.
+	kept []keptProbe
+	// leftHalfOpen counts the applied states other than half-open: each drops the kept probes.
+	leftHalfOpen uint64
 }
 
 func newFleetDep(c *Client, name string, backoff *Backoff) *fleetDep {
@@ -264,6 +269,10 @@ func (d *fleetDep) applyState(name string, hasDetail bool, openUntilMs int64, re
 	d.mu.Lock()
 	previous := state(d.fleetState.Load())
 	d.fleetState.Store(uint32(s))
+	if s != halfOpen {
+		d.kept = nil
+		d.leftHalfOpen++
+	}
 	if hasDetail {
 		d.openUntil = msTime(openUntilMs)
 		d.reason = reason
@@ -442,6 +451,54 @@ func (d *fleetDep) addProbe(token string, success bool, now time.Time) {
 		d.pendingSince = now
 	}
 	d.mu.Unlock()
+}
+
+// keptProbe is a late answer's fleet probe, good until expires.
+type keptProbe struct {
+	token   string
+	expires time.Time
+}
+
+// halfOpenEpoch is the count of applied states other than half-open, taken as an ask goes out.
+func (d *fleetDep) halfOpenEpoch() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.leftHalfOpen
+}
+
+// keepProbe keeps a late answer's probe until expires, unless a state other than half-open was
+// applied since its ask went out (at epoch). At most halfOpenProbes are kept, the newest.
+func (d *fleetDep) keepProbe(token string, expires time.Time, epoch uint64) {
+	now := time.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if token == "" || !now.Before(expires) || d.leftHalfOpen != epoch {
+		return
+	}
+	live := d.kept[:0]
+	for _, p := range d.kept {
+		if now.Before(p.expires) {
+			live = append(live, p)
+		}
+	}
+	for len(live) > 0 && len(live) >= d.pol.Breaker.HalfOpenProbes {
+		live = live[1:]
+	}
+	d.kept = append(live, keptProbe{token: token, expires: expires})
+}
+
+// takeKeptProbe takes an unexpired kept probe's token; "" when there is none.
+func (d *fleetDep) takeKeptProbe(now time.Time) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for len(d.kept) > 0 {
+		p := d.kept[0]
+		d.kept = d.kept[1:]
+		if now.Before(p.expires) {
+			return p.token
+		}
+	}
+	return ""
 }
 
 // heldAt is the held denial that holds at now, if any.
