@@ -6,11 +6,11 @@ import http.client
 import socket
 import threading
 import time
-from typing import Any, List
+from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 
-from sluice import GiveUpError, Sluice, current_attempt
+from sluice import BreakerOpenError, GiveUpError, Sluice, current_attempt
 from support import CLIENT_TOKEN, Coordinator, admin, namespace
 
 DEP = "payments-api"
@@ -20,11 +20,15 @@ LATE_S = 0.25
 
 
 class DelayingProxy:
-    """A TCP proxy in front of a coordinator that holds each of its answers back ``delay_s``."""
+    """A TCP proxy in front of a coordinator that holds its answers back ``delay_s``: all of them, or
+    with a ``marker``, only the answers to the first ``times`` requests that carry it."""
 
-    def __init__(self, target_port: int, delay_s: float) -> None:
+    def __init__(self, target_port: int, delay_s: float, marker: Optional[bytes] = None, times: int = 1) -> None:
         self.target_port = target_port
         self.delay_s = delay_s
+        self.marker = marker
+        self.times = times
+        self.lock = threading.Lock()
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.closed = False
@@ -37,17 +41,28 @@ class DelayingProxy:
             except OSError:
                 return
             upstream = socket.create_connection(("127.0.0.1", self.target_port))
-            threading.Thread(target=self._pipe, args=(client, upstream, 0.0), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(upstream, client, self.delay_s), daemon=True).start()
+            held = threading.Event()  # the connection's next answer is held back
+            threading.Thread(target=self._pipe, args=(client, upstream, held, False), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, held, True), daemon=True).start()
 
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket, delay_s: float) -> None:
+    def _marked(self, data: bytes) -> bool:
+        with self.lock:
+            if self.marker is None or self.marker not in data or self.times <= 0:
+                return False
+            self.times -= 1
+            return True
+
+    def _pipe(self, source: socket.socket, sink: socket.socket, held: threading.Event, answers: bool) -> None:
         try:
             while True:
                 data = source.recv(65536)
                 if not data:
                     break
-                time.sleep(delay_s)
+                if not answers and self._marked(data):
+                    held.set()
+                elif answers and (self.marker is None or held.is_set()):
+                    held.clear()
+                    time.sleep(self.delay_s)
                 sink.sendall(data)
         except OSError:
             pass
@@ -123,3 +138,118 @@ def test_an_answer_that_comes_after_the_decision_timeout_allows_no_retry(coordin
             assert len(attempts) == 1
     finally:
         proxy.close()
+
+
+# --- a probe granted too late -------------------------------------------------------------------
+#: The harness's decision timeout (room for a loaded machine); an admission held back far past it.
+PROBE_DECISION_TIMEOUT_MS = 500
+PROBE_LATE_S = 0.9
+BREAKER = {"minimumCalls": 2, "failureRateThreshold": 0.5, "windowSeconds": 10, "openMs": 300, "maxOpenMs": 300, "halfOpenProbes": 1, "closeAfterSuccesses": 1}
+
+
+class Admissions:
+    """The client's admissions (each ask and its answer, late or not) and the probes its reports carried."""
+
+    def __init__(self, client: Sluice) -> None:
+        self.asked = 0
+        self.answers: List[Dict[str, Any]] = []
+        self.reported: List[Dict[str, Any]] = []
+        transport = client._engine.transport
+        admit, report = transport.admit, transport.report
+
+        def admitting(*args: Any, **kwargs: Any) -> Dict[str, Any]:
+            self.asked += 1
+            answer = dict(admit(*args, **kwargs))
+            self.answers.append(answer)
+            return answer
+
+        def reporting(body: Dict[str, Any], *args: Any, **kwargs: Any) -> Dict[str, Any]:
+            for entry in body["deps"]:
+                self.reported.extend(entry.get("probes", []))
+            return dict(report(body, *args, **kwargs))
+
+        transport.admit = admitting  # type: ignore[method-assign]
+        transport.report = reporting  # type: ignore[method-assign]
+
+
+def wait_for(condition: Callable[[], Any], timeout_s: float = 5) -> None:
+    until = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < until, "timed out"
+        time.sleep(0.01)
+
+
+def failing_call() -> int:
+    raise TimeoutError("the dependency times out")
+
+
+def succeeding_call() -> int:
+    return 200
+
+
+def late_probe(coordinators: List[Coordinator], ns: str, breaker: Dict[str, Any], run: Callable[[Sluice, Admissions, str], None]) -> None:
+    """Opens the fleet's breaker, lets it half-open, and has a call's admission answered too late
+    (with the probe): that call is refused; then ``run`` goes on with the kept probe's token."""
+    admin(coordinators[0].url, "PUT", f"/admin/v1/{ns}/policies/deps/{DEP}", {"breaker": breaker})
+    proxy = DelayingProxy(coordinators[0].port, PROBE_LATE_S, marker=b"/admit")
+    try:
+        with Sluice(base_urls=[f"http://127.0.0.1:{proxy.port}"], namespace=ns, token=CLIENT_TOKEN, decision_timeout_ms=PROBE_DECISION_TIMEOUT_MS) as sluice:
+            sluice.ready()
+            admissions = Admissions(sluice)
+            payments = sluice.dependency(DEP, max_attempts=1)
+            for _ in range(2):
+                with pytest.raises(GiveUpError):
+                    payments.call(failing_call, idempotent=True)
+            wait_for(lambda: sluice.breaker_state(DEP) == "half_open")
+            with pytest.raises(BreakerOpenError) as refused:
+                payments.call(succeeding_call, idempotent=True)
+            assert refused.value.attempts == 0 and admissions.asked == 1
+            # The late answer is handled on the admission's own thread: once it ended, the answer is in.
+            wait_for(lambda: not any(thread.name == "sluice-admit" for thread in threading.enumerate()))
+            probe = admissions.answers[0].get("probe")
+            assert admissions.answers[0]["allow"] and isinstance(probe, dict)
+            run(sluice, admissions, probe["token"])
+    finally:
+        proxy.close()
+
+
+def test_a_probe_granted_too_late_lets_the_next_call_out_without_asking(coordinators: List[Coordinator], ns: str) -> None:
+    def run(sluice: Sluice, admissions: Admissions, token: str) -> None:
+        assert sluice.dependency(DEP).call(succeeding_call, idempotent=True) == 200
+        assert admissions.asked == 1  # no second admission
+        wait_for(lambda: sluice.breaker_state(DEP) == "closed")
+        assert admissions.reported == [{"token": token, "success": True}]
+
+    late_probe(coordinators, ns, {**BREAKER, "probeLeaseMs": 10_000}, run)
+
+
+def test_a_kept_probe_is_not_used_once_it_expired(coordinators: List[Coordinator], ns: str) -> None:
+    def run(sluice: Sluice, admissions: Admissions, token: str) -> None:
+        expires_at = admissions.answers[0]["probe"]["expiresAt"]
+        time.sleep(max(0, expires_at - time.time() * 1000) / 1000 + 0.05)
+        assert sluice.dependency(DEP).call(succeeding_call, idempotent=True) == 200
+        assert admissions.asked == 2  # asked again: the fleet's probe lease had lapsed too
+        wait_for(lambda: sluice.breaker_state(DEP) == "closed")
+        fresh = admissions.answers[1]["probe"]["token"]
+        assert fresh != token and admissions.reported == [{"token": fresh, "success": True}]
+
+    late_probe(coordinators, ns, {**BREAKER, "probeLeaseMs": 1500}, run)
+
+
+def test_a_kept_probe_is_dropped_when_the_breaker_leaves_half_open(coordinators: List[Coordinator], ns: str) -> None:
+    def run(sluice: Sluice, admissions: Admissions, token: str) -> None:
+        admin(coordinators[0].url, "POST", f"/admin/v1/{ns}/breakers/{DEP}/trip", {"reason": "bad deploy"})
+        wait_for(lambda: sluice.breaker_state(DEP) == "forced_open")
+        admin(coordinators[0].url, "POST", f"/admin/v1/{ns}/breakers/{DEP}/reset", {"reason": "fixed"})
+        wait_for(lambda: sluice.breaker_state(DEP) == "closed")
+        payments = sluice.dependency(DEP, max_attempts=1)
+        for _ in range(2):
+            with pytest.raises(GiveUpError):
+                payments.call(failing_call, idempotent=True)
+        wait_for(lambda: sluice.breaker_state(DEP) == "half_open")
+        assert payments.call(succeeding_call, idempotent=True) == 200
+        assert admissions.asked == 2  # the kept probe went with the half-open state: asked again
+        fresh = admissions.answers[1]["probe"]["token"]
+        assert fresh != token and {"token": token, "success": True} not in admissions.reported
+
+    late_probe(coordinators, ns, {**BREAKER, "probeLeaseMs": 10_000}, run)

@@ -76,7 +76,7 @@ def default_reporter() -> str:
 
 
 class _Pending:
-    """One retry ask waiting for its batch, then for its answer."""
+    """One retry ask waiting for its batch, then for its answer (or one admission waiting for its answer)."""
 
     def __init__(self, dep: str, ask: Dict[str, Any]) -> None:
         self.dep = dep
@@ -414,6 +414,7 @@ class Engine:
     # --- admissions (a breaker that is not closed, a limited dependency) ---------------------
     def admit(self, state: DependencyState, bstate: str) -> Dict[str, Any]:
         """``POST …/admit`` within the decision timeout; the local fallback decides when no answer comes.
+        A half-open breaker's probe kept from a late answer goes out first, without asking.
 
         Answers a dict: ``allow``, ``reason``, and ``probe``/``lease``/``local_probe``/``breaker``/``retryAfterMs``.
         """
@@ -423,26 +424,84 @@ class Engine:
         if self.link.config_error is not None and not self.link.fallback:
             return {"allow": False, "reason": "config_error"}
         if not self.link.fallback:
-            timeout = self.options.decision_timeout_ms
-            started_at = now
-            try:
-                answer = self.transport.admit(state.name, timeout, timeout)
-            except (ConfigError, CoordinatorUnavailableError) as error:
+            if bstate == "half_open":
                 with self.lock:
-                    self.link.failed("admit", error, self.now(), started_at)
-                if isinstance(error, ConfigError):
-                    return {"allow": False, "reason": "config_error"}
-            else:
-                with self.lock:
-                    self.link.succeeded("admit")
-                    state.apply_breaker(answer.get("breaker"))
-                return dict(answer)
+                    token = state.take_kept_probe(now)
+                if token is not None:  # the fleet's probe, granted too late to an earlier call: no need to ask
+                    return {"allow": True, "reason": "granted", "probe": {"token": token}}
+            answer = self._fleet_admit(state)
+            if answer is not None:
+                return answer
         with self.lock:
             if bstate != "half_open":
                 return {"allow": True, "reason": "granted"}
             if self.governed_locally and state.local.try_probe(now):
                 return {"allow": True, "reason": "granted", "local_probe": True}
         return {"allow": False, "reason": "breaker_open"}
+
+    def _fleet_admit(self, state: DependencyState) -> Optional[Dict[str, Any]]:
+        """The coordinator's answer, waited for within the decision timeout from the request's write;
+        None when none came in time or the exchange failed (the request itself may take the request
+        timeout: a late answer is handled by :meth:`_late_admission`)."""
+        options = self.options
+        started_at, wall_at = self.now(), epoch_ms()
+        with self.lock:
+            period = state.half_open_period
+        pending = _Pending(state.name, {})
+        timeout = max(options.decision_timeout_ms, options.request_timeout_ms)
+
+        def exchange() -> None:
+            try:
+                answer = self.transport.admit(state.name, timeout, options.decision_timeout_ms, pending.arrival)
+            except BaseException as error:  # noqa: BLE001 - the waiting caller, or the late handler, hears it
+                pending.complete(None, error)
+            else:
+                pending.complete(answer, None)
+
+        threading.Thread(target=exchange, daemon=True, name="sluice-admit").start()
+        if not pending.answered_in(options.decision_timeout_ms / 1000, options.request_timeout_ms / 1000):
+            with pending.lock:
+                if not pending.done.is_set():
+                    pending.late = lambda late: self._late_admission(state, late, started_at, wall_at, period)
+                    return None
+        error = pending.error
+        if error is not None:
+            with self.lock:
+                self.link.failed("admit", error, self.now(), started_at)
+            return {"allow": False, "reason": "config_error"} if isinstance(error, ConfigError) else None
+        answer = pending.result or {}
+        with self.lock:
+            self.link.succeeded("admit")
+            state.apply_breaker(answer.get("breaker"))
+        return dict(answer)
+
+    def _late_admission(
+        self, state: DependencyState, pending: _Pending, started_at: float, wall_at: float, period: int
+    ) -> None:
+        """Slow is not down: a late answer (or its failure) still tells the link. Its lease is released
+        at once; its probe is the fleet's all the same, so it is kept for the next attempt, until it
+        expires (``expiresAt``, counted on the client's clock from the ask) or the breaker leaves
+        half-open (a probe whose period was seen to end since the ask, ``period``, is not kept)."""
+        if pending.error is not None:
+            with self.lock:
+                self.link.failed("admit", pending.error, self.now(), started_at)
+            return
+        answer = pending.result or {}
+        probe = answer.get("probe")
+        with self.lock:
+            self.link.succeeded("admit")
+            # The answer may be older than what the client learned since: kept only while still half-open.
+            if (
+                answer.get("allow")
+                and isinstance(probe, dict)
+                and isinstance(probe.get("token"), str)
+                and isinstance(probe.get("expiresAt"), (int, float))
+                and state.fleet_state(self.now()) == "half_open"
+            ):
+                state.keep_probe(probe["token"], started_at + probe["expiresAt"] - wall_at, period)
+        lease = answer.get("lease")
+        if isinstance(lease, dict) and isinstance(lease.get("id"), str):
+            self._release(state.name, lease["id"])
 
     def settle_admission(self, state: DependencyState, admission: Dict[str, Any], success: bool) -> None:
         """After the admitted attempt: its probe's outcome reported at once, its lease released."""

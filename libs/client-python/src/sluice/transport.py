@@ -142,8 +142,10 @@ class Transport:
         """``POST /v1/{ns}/retries``: many asks, each with its own ``requestId``."""
         return _object(self.json("POST", "retries", {"asks": asks}, timeout_ms, True, reask_within_ms, arrival))
 
-    def admit(self, dep: str, timeout_ms: float, reask_within_ms: float) -> Dict[str, Any]:
-        return _object(self.json("POST", f"deps/{quote(dep)}/admit", {"requestId": new_request_id()}, timeout_ms, True, reask_within_ms))
+    def admit(self, dep: str, timeout_ms: float, reask_within_ms: float, arrival: Optional[Arrival] = None) -> Dict[str, Any]:
+        """``POST /v1/{ns}/deps/{dep}/admit`` (with a fresh ``requestId``)."""
+        body = {"requestId": new_request_id()}
+        return _object(self.json("POST", f"deps/{quote(dep)}/admit", body, timeout_ms, True, reask_within_ms, arrival))
 
     def release_lease(self, dep: str, lease: str, timeout_ms: float) -> None:
         self.json("DELETE", f"deps/{quote(dep)}/leases/{quote(lease, safe='')}", None, timeout_ms, False)

@@ -4,7 +4,7 @@ the held denial and the local fallback guard."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .local import BreakerFacts, LocalGuard
 from .policy import DEFAULT_POLICY, BackoffPolicy, DependencyPolicy, policy_from_json, with_backoff
@@ -89,6 +89,10 @@ class DependencyState:
         self.counts = [0] * (len(LATENCY_BOUNDS_MS) + 1)
         self.samples = 0
         self.probes: List[Dict[str, Any]] = []
+        #: Fleet probes granted in admissions answered too late: (token, expiry on the client's clock).
+        self.kept_probes: List[Tuple[str, float]] = []
+        #: Counts the half-open periods known to have ended (a state but half_open applied): an ask takes it as it goes out.
+        self.half_open_period = 0
         self.pending_since = 0.0
         self._fed_requests = self._fed_successes = 0
         self.slow_call_ms = DEFAULT_POLICY.breaker.slow_call_ms
@@ -132,6 +136,9 @@ class DependencyState:
             self.breaker_reason = reason if isinstance(reason, str) else None
         elif state != previous:
             self.breaker_reason = None
+        if state != "half_open":
+            self.kept_probes.clear()  # the fleet's probes go with its half-open state
+            self.half_open_period += 1
         if state != previous:
             self._on_change(self.name, previous, state, "fleet")
 
@@ -148,6 +155,17 @@ class DependencyState:
         self.etag = etag
         self.last_read_at = now
         self.apply_breaker(view.get("breaker"))
+
+    def keep_probe(self, token: str, expires_at: float, period: int) -> None:
+        """A probe granted after the caller stopped waiting: the fleet lets no other out until it is used or expires.
+        Not kept when the breaker was seen to leave half-open since its ask went out in ``period``."""
+        if period == self.half_open_period:
+            self.kept_probes.append((token, expires_at))
+
+    def take_kept_probe(self, now: float) -> Optional[str]:
+        """The token of a kept probe not expired at ``now``, taken (it goes out once); None when there is none."""
+        self.kept_probes = [kept for kept in self.kept_probes if kept[1] > now]
+        return self.kept_probes.pop(0)[0] if self.kept_probes else None
 
     def breaker_facts(self, now: float) -> BreakerFacts:
         """What the fleet said last of the breaker, as it stands at ``now``."""
