@@ -21,7 +21,8 @@ const TOKENS = [
   { id: 'ops-alice', secret: ADMIN, role: 'admin', namespaces: ['*'] },
   { id: 'checkout', secret: CLIENT, role: 'client', namespaces: ['shop'] },
 ];
-const UI_TIMEOUT_MS = 10_000;
+/** How long the page may take to show what a test waits for: generous, as the full suite shares 2 cores with it. */
+const UI_TIMEOUT_MS = 20_000;
 
 /** What the tests read in the page (the repository's TypeScript has no DOM types). */
 interface PageGlobals {
