@@ -16,8 +16,8 @@ describe('a slow coordinator is not a lost one', () => {
     // Breakers that do not open here: this is about the retry decisions.
     coordinator = await startShopCoordinator({
       stock: { breaker: { minimumCalls: 1000 } },
-      // One that opens on 4 calls at 50 % failures, and half-opens 300 ms later.
-      pay: { breaker: { minimumCalls: 4, failureRateThreshold: 0.5, openMs: 300 } },
+      // One that opens on 4 calls at 50 % failures, half-opens 300 ms later, and closes on one probe's success.
+      pay: { breaker: { minimumCalls: 4, failureRateThreshold: 0.5, openMs: 300, closeAfterSuccesses: 1 } },
     });
     proxy = await startCountingProxy(coordinator.url, { delayMs: (line) => delay(line) });
     server = await startFlakyServer();
@@ -92,7 +92,7 @@ describe('a slow coordinator is not a lost one', () => {
     await sluice.close();
   });
 
-  it('a half-open fleet breaker whose admit answers late lets no probe out', async () => {
+  it('a half-open fleet breaker whose admit answers late lets no probe out, and keeps the probe for the next call', async () => {
     delay = () => 0;
     const sluice = client();
     const pay = sluice.dependency('pay', {
@@ -115,7 +115,65 @@ describe('a slow coordinator is not a lost one', () => {
     await expect(pay.fetch(`${server.url}/pay/probe`)).rejects.toMatchObject({ isBreakerOpenError: true, attempts: 0 });
     expect(server.requests).toHaveLength(sent);
     expect(sluice.fallbackActive).toBe(false);
+
+    // The late answer carried the fleet's probe: the next call goes out as it, without asking, and
+    // its success closes the breaker for everyone.
+    const admits = () => proxy.count((line) => line.endsWith('/admit'));
+    await waitUntil(
+      () => proxy.answered.some((line) => line.endsWith('/admit 200')),
+      5000,
+      () => `the late admit answer never came: ${proxy.answered.join(', ')}`,
+    );
+    const asked = admits();
     delay = () => 0;
+    await expect(pay.fetch(`${server.url}/pay/kept`)).resolves.toMatchObject({ status: 200 });
+    expect(admits()).toBe(asked);
+    expect(server.requests).toHaveLength(sent + 1);
+    await waitUntil(
+      () => pay.breakerState === 'closed',
+      5000,
+      () => `the probe's success did not close the breaker (${pay.breakerState})`,
+    );
+    await sluice.close();
+  });
+
+  it('a call whose deadline ends while its admit is under way sends nothing, and its probe goes to the next call', async () => {
+    delay = () => 0;
+    const sluice = new Sluice({
+      baseUrls: [proxy.url],
+      namespace: 'shop',
+      logger: false,
+      decisionTimeoutMs: 1000,
+      requestTimeoutMs: 2000,
+      reportIntervalMs: 50,
+    });
+    const pay = sluice.dependency('pay', { maxAttempts: 1 });
+    server.plan([], fail(503));
+    for (let i = 0; i < 4; i++) await failure(pay.fetch(`${server.url}/pay/again/${i}`));
+    await waitUntil(
+      () => pay.breakerState === 'half_open',
+      5000,
+      () => `the fleet breaker never half-opened (${pay.breakerState})`,
+    );
+
+    // The admit is answered in time for the decision (300 ms of 1,000), not for the call (100 ms).
+    delay = (line) => (line.endsWith('/admit') ? 300 : 0);
+    server.plan([], ok());
+    const sent = server.requests.length;
+    const admits = () => proxy.count((line) => line.endsWith('/admit'));
+    const late = await failure(pay.fetch(`${server.url}/pay/late`, { deadlineMs: 100 }));
+    expect([late.reason, late.attempts]).toEqual(['deadline_exceeded', 0]);
+    expect(server.requests).toHaveLength(sent);
+    const asked = admits();
+
+    delay = () => 0;
+    await expect(pay.fetch(`${server.url}/pay/next`)).resolves.toMatchObject({ status: 200 });
+    expect(admits()).toBe(asked);
+    await waitUntil(
+      () => pay.breakerState === 'closed',
+      5000,
+      () => `the probe's success did not close the breaker (${pay.breakerState})`,
+    );
     await sluice.close();
   });
 });

@@ -1,11 +1,13 @@
 import type { BreakerState, RetryRequest } from '@sluice/protocol';
 import type { BreakerFacts, LimitReason } from '../errors';
 import type { FleetDependency } from '../fleet/fleet-dependency';
+import type { FleetProbe } from '../fleet/kept-probes';
 import type { LeaseHold } from '../fleet/leases';
 
 /** The probe of a half-open breaker an attempt runs as: the fleet's (with its token), or the local fallback's. */
 export const LOCAL_PROBE = Symbol('local probe');
-export type Probe = { token: string } | typeof LOCAL_PROBE;
+/** A fleet probe (the coordinator's token), or the local fallback breaker's. */
+export type Probe = FleetProbe | typeof LOCAL_PROBE;
 
 /**
  * What an admitted attempt holds until it settles: the fleet's concurrency lease, and a slot of the

@@ -161,7 +161,7 @@ describe('FleetDecider: a probe granted in an answer that came too late', () => 
     const { decider, dependency, admitted, lateAdmission } = setupLateProbe();
     await lateAdmission();
 
-    expect(await decider.admit(dependency, 1, 'half_open')).toEqual({
+    expect(await decider.admit(dependency, 1, 'half_open')).toMatchObject({
       allow: true,
       probe: { token: 'late-1' },
       permit: undefined,

@@ -1,8 +1,9 @@
 import type { Clock } from '@sluice/core';
-import type { AdmitDecision, BreakerState, RetryDecision, RetryRequest } from '@sluice/protocol';
+import type { AdmitDecision, BreakerState, ProbeGrant, RetryDecision, RetryRequest } from '@sluice/protocol';
 import { isConfigError, type BreakerFacts } from '../errors';
 import type { CoordinatorLink } from '../fleet/coordinator-link';
 import type { BreakerWord, FleetDependency } from '../fleet/fleet-dependency';
+import type { FleetProbe } from '../fleet/kept-probes';
 import type { LeaseHold, LeaseKeeper } from '../fleet/leases';
 import type { AskTimeouts, CoordinatorTransport } from '../transport/coordinator-transport';
 
@@ -153,7 +154,7 @@ export class FleetDecider implements Decider {
   async admit(dependency: FleetDependency, cost: number, state: BreakerState): Promise<AdmitAnswer | undefined> {
     if (this.link.configError) return { allow: false, reason: 'config_error' };
     const kept = state === 'half_open' ? dependency.keptProbes.take(this.clock.now()) : undefined;
-    if (kept !== undefined) return { allow: true, probe: { token: kept }, permit: undefined };
+    if (kept !== undefined) return { allow: true, probe: kept, permit: undefined };
     // Attempts the fallback let out hold no lease: while they run, the fleet undercounts this process.
     const held = dependency.limited ? dependency.localLimits.whileUnleased() : undefined;
     if (held) return held;
@@ -174,9 +175,7 @@ export class FleetDecider implements Decider {
         (late) => {
           this.link.succeeded('admit');
           if (late.lease) this.leases.releaseUnheld(dependency.name, late.lease.id);
-          if (late.allow && late.probe) {
-            dependency.keptProbes.keep(late.probe.token, startedAt + (late.probe.expiresAt - askedAt), period);
-          }
+          if (late.allow && late.probe) dependency.keptProbes.keep(probeOf(late.probe, startedAt, askedAt, period));
         },
         (error: unknown) => this.link.failed('admit', error, startedAt),
       );
@@ -184,11 +183,18 @@ export class FleetDecider implements Decider {
     }
     this.link.succeeded('admit');
     dependency.applyBreaker(decision.breaker);
-    return this.answerOf(dependency, decision, cost, askedAt);
+    const probe = decision.probe && probeOf(decision.probe, startedAt, askedAt, period);
+    return this.answerOf(dependency, decision, cost, askedAt, probe);
   }
 
-  private answerOf(dependency: FleetDependency, decision: AdmitDecision, cost: number, askedAt: number): AdmitAnswer {
-    if (decision.allow) return this.admitted(dependency, decision, cost, askedAt);
+  private answerOf(
+    dependency: FleetDependency,
+    decision: AdmitDecision,
+    cost: number,
+    askedAt: number,
+    probe: FleetProbe | undefined,
+  ): AdmitAnswer {
+    if (decision.allow) return this.admitted(dependency, decision, cost, askedAt, probe);
     if (decision.reason === 'rate_limited' || decision.reason === 'concurrency_limited') {
       return { allow: false, reason: decision.reason, retryAfterMs: decision.retryAfterMs };
     }
@@ -205,7 +211,13 @@ export class FleetDecider implements Decider {
    * so the fleet did not count them, and the local count is full) gives the lease back, and the
    * local refusal stands.
    */
-  private admitted(dependency: FleetDependency, decision: AdmitDecision, cost: number, askedAt: number): AdmitAnswer {
+  private admitted(
+    dependency: FleetDependency,
+    decision: AdmitDecision,
+    cost: number,
+    askedAt: number,
+    probe: FleetProbe | undefined,
+  ): AdmitAnswer {
     if (decision.lease && dependency.limited) {
       const refusal = dependency.localLimits.whileUnleased();
       if (refusal) {
@@ -213,7 +225,6 @@ export class FleetDecider implements Decider {
         return refusal;
       }
     }
-    const probe = decision.probe === undefined ? undefined : { token: decision.probe.token };
     const slot = dependency.limited && dependency.localLimits.granted(this.clock.now(), cost) ? 'leased' : undefined;
     let lease: LeaseHold | undefined;
     if (decision.lease) {
@@ -265,4 +276,12 @@ function heldVerdict(held: HeldRefusal, now: number): RetryVerdict {
   if (held.reason === 'breaker_open') verdict.breaker = factsOf(held.breaker, held.until - now, now);
   else verdict.budgetRetryAfterMs = held.until - now;
   return verdict;
+}
+
+/**
+ * A granted probe as this client holds it: until its `expiresAt`, counted on the client's clock from
+ * when the ask went out (`startedAt` on the clock, `askedAt` on the wall clock), in `period`.
+ */
+function probeOf(grant: ProbeGrant, startedAt: number, askedAt: number, period: number): FleetProbe {
+  return { token: grant.token, until: startedAt + (grant.expiresAt - askedAt), period };
 }

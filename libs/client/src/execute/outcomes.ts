@@ -5,7 +5,7 @@ import type { AttemptContext } from '../execute-options';
 import { Attempt } from './attempt';
 import type { Call } from './call';
 import type { CallPolicy } from './call-policy';
-import { probeAbandoned, probeSettled } from './probes';
+import { probeAbandoned, probeSettled, probeUnsent } from './probes';
 
 /**
  * An attempt goes out at `start`: numbered, counted (a first attempt is the budget's deposit),
@@ -82,8 +82,11 @@ function settle(
   if (probe !== undefined) probeSettled(runtime, fleet, probe, !dependencyFailed);
 }
 
-/** An admission that will not be used (the caller aborted meanwhile, or a hedge came too late). */
+/**
+ * An admission that will not be used (the caller aborted meanwhile, the deadline passed, or a hedge
+ * came too late): its permit is given back, and its probe kept for the next attempt.
+ */
 export function abandonAdmission(policy: CallPolicy, admission: Admission): void {
   if (admission.permit) releasePermit(policy.runtime.leases, policy.fleet, admission.permit);
-  probeAbandoned(policy.fleet, admission.probe);
+  probeUnsent(policy.fleet, admission.probe);
 }

@@ -74,6 +74,11 @@ async function admittedRound<T>(policy: CallPolicy, fn: Work<T>, call: Call, sta
     }
   }
   const start = runtime.clock.now();
+  if (call.deadlineAt <= start) {
+    // Admitted in time for the decision, not for the call: nothing goes out past its deadline.
+    abandonAdmission(policy, admission);
+    throw policy.givingUp(call, new DeadlineExceededError(policy.name, call.lastError, call.launched));
+  }
   const hedgeDelayMs = call.idempotent && admission.probe === undefined ? policy.hedgeDelayMs : undefined;
   if (hedgeDelayMs === undefined) return sent(launch(policy, call, fn, admission, start, false));
   let value: T;
