@@ -12,6 +12,11 @@ type admission struct {
 	// probe is the fleet probe's token; localProbe a probe of the local breaker.
 	probe      string
 	localProbe bool
+	// probeExpires is when the fleet probe expires, on this clock; epoch the count of states other
+	// than half-open applied when its ask went out (see keepProbe): what keeping it takes when its
+	// attempt does not go out.
+	probeExpires time.Time
+	epoch        uint64
 	// lease is the fleet's concurrency lease, released when the attempt ends.
 	lease string
 }
@@ -53,8 +58,8 @@ func (c *Client) admit(ctx context.Context, d *fleetDep, s state, cost int) (adm
 		// A probe kept from a late answer goes out without asking (the coordinator would refuse
 		// another probe while it is out).
 		if s == halfOpen {
-			if token := d.takeKeptProbe(now); token != "" {
-				return admission{probe: token}, nil
+			if kept, epoch, ok := d.takeKeptProbe(now); ok {
+				return admission{probe: kept.token, probeExpires: kept.expires, epoch: epoch}, nil
 			}
 		}
 		if adm, ref, decided := c.fleetAdmit(ctx, d, cost); decided {
@@ -97,9 +102,7 @@ func (c *Client) fleetAdmit(ctx context.Context, d *fleetDep, cost int) (admissi
 				c.releaseLease(d, answer.Lease.ID)
 			}
 			if answer.Allow && answer.Probe != nil {
-				// It lasts until expiresAt (epoch ms), counted on this clock from when the ask went out.
-				lasts := time.Duration(answer.Probe.ExpiresAt-startedAt.UnixMilli()) * time.Millisecond
-				d.keepProbe(answer.Probe.Token, startedAt.Add(lasts), epoch)
+				d.keepProbe(answer.Probe.Token, probeExpiry(answer.Probe.ExpiresAt, startedAt), epoch)
 			}
 		} else {
 			c.link.failed("admit", callErr, startedAt)
@@ -137,11 +140,18 @@ func (c *Client) fleetAdmit(ctx context.Context, d *fleetDep, cost int) (admissi
 	var adm admission
 	if answer.Probe != nil {
 		adm.probe = answer.Probe.Token
+		adm.probeExpires, adm.epoch = probeExpiry(answer.Probe.ExpiresAt, startedAt), epoch
 	}
 	if answer.Lease != nil {
 		adm.lease = answer.Lease.ID
 	}
 	return adm, nil, true
+}
+
+// probeExpiry is when a probe granted with expiresAt (epoch ms) expires: counted on this clock
+// from when its ask went out (at startedAt).
+func probeExpiry(expiresAtMs int64, startedAt time.Time) time.Time {
+	return startedAt.Add(time.Duration(expiresAtMs-startedAt.UnixMilli()) * time.Millisecond)
 }
 
 // localAdmit is the fallback's admission: the breaker as it governs, a local probe only while the
@@ -181,6 +191,22 @@ func (c *Client) settleAdmission(d *fleetDep, adm admission, success, abandoned 
 	if adm.probe != "" && !abandoned {
 		d.addProbe(adm.probe, success, time.Now())
 		c.reporter.flushSoon()
+	}
+}
+
+// unusedAdmission gives back an admission whose attempt does not go out (the call's deadline
+// passed, or its context ended, while it was asked for): its lease is released, a fleet probe is
+// kept for the next attempt as a late answer's is (the fleet lets no other probe out until this
+// one's outcome is reported or it expires), and a local probe goes back to the local breaker.
+func (c *Client) unusedAdmission(d *fleetDep, adm admission) {
+	if adm.lease != "" {
+		c.releaseLease(d, adm.lease)
+	}
+	if adm.localProbe {
+		d.localProbeOutcome(false, true, time.Now())
+	}
+	if adm.probe != "" {
+		d.keepProbe(adm.probe, adm.probeExpires, adm.epoch)
 	}
 }
 

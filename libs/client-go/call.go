@@ -250,6 +250,17 @@ func (r *run) round(fn attempter) error {
 				}
 				return r.refused(ref)
 			}
+			// The admission may let the attempt out after the caller's context ended, or after the
+			// deadline that bounds this attempt passed (its answer came in time for the decision,
+			// not for the call): nothing is sent, and what it granted is given back, its probe kept.
+			if err := r.ctx.Err(); err != nil {
+				c.unusedAdmission(f, adm)
+				return err
+			}
+			if (r.opts.bounded || r.launched > 0) && !time.Now().Before(r.deadline) {
+				c.unusedAdmission(f, adm)
+				return r.giveUp(ReasonDeadlineExceeded, nil)
+			}
 		}
 		return r.attempt(fn, adm)
 	}

@@ -487,18 +487,20 @@ func (d *fleetDep) keepProbe(token string, expires time.Time, epoch uint64) {
 	d.kept = append(live, keptProbe{token: token, expires: expires})
 }
 
-// takeKeptProbe takes an unexpired kept probe's token; "" when there is none.
-func (d *fleetDep) takeKeptProbe(now time.Time) string {
+// takeKeptProbe takes an unexpired kept probe, with the count of states other than half-open
+// applied so far (it is kept again with it if its attempt does not go out); false when there is
+// none.
+func (d *fleetDep) takeKeptProbe(now time.Time) (keptProbe, uint64, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for len(d.kept) > 0 {
 		p := d.kept[0]
 		d.kept = d.kept[1:]
 		if now.Before(p.expires) {
-			return p.token
+			return p, d.leftHalfOpen, true
 		}
 	}
-	return ""
+	return keptProbe{}, 0, false
 }
 
 // heldAt is the held denial that holds at now, if any.

@@ -12,16 +12,36 @@ import (
 )
 
 // lateProbeFleet is a coordinator whose breaker of pay is half-open. Its first admission answers
-// after the caller stopped waiting, with the probe "late-probe" that lasts probeFor from then; it
-// refuses any other (the probe is out), and records the admissions and the probes reported.
+// after answerAfter, with the probe "late-probe" that lasts probeFor from then (and, with lease,
+// the lease "probe-lease"); it refuses any other (the probe is out), and records the admissions,
+// the probes reported and the leases released.
 type lateProbeFleet struct {
-	mu     sync.Mutex
-	admits int
-	probes []string
+	mu       sync.Mutex
+	admits   int
+	probes   []string
+	released []string
 }
 
+// probeFleetSetup is how a lateProbeFleet answers, and how its client waits.
+type probeFleetSetup struct {
+	probeFor, answerAfter, decisionTimeout time.Duration
+	lease                                  bool
+	// view is the breaker the view states (default half-open).
+	view   string
+	mutate func(*Config)
+}
+
+// newLateProbeClient: the first admission answers in 300 ms, after the caller stopped waiting (50 ms).
 func newLateProbeClient(t *testing.T, probeFor time.Duration) (*Client, *lateProbeFleet) {
+	return newProbeFleetClient(t, probeFleetSetup{probeFor: probeFor, answerAfter: 300 * time.Millisecond, decisionTimeout: 50 * time.Millisecond})
+}
+
+func newProbeFleetClient(t *testing.T, setup probeFleetSetup) (*Client, *lateProbeFleet) {
 	fleet := &lateProbeFleet{}
+	view := setup.view
+	if view == "" {
+		view = `{"state":"half_open"}`
+	}
 	s := stubCoordinator(t, func(n int, path string, body map[string]any, w http.ResponseWriter) {
 		switch {
 		case strings.HasSuffix(path, "/admit"):
@@ -30,12 +50,21 @@ func newLateProbeClient(t *testing.T, probeFor time.Duration) (*Client, *latePro
 			first := fleet.admits == 1
 			fleet.mu.Unlock()
 			if first {
-				time.Sleep(300 * time.Millisecond) // the caller waits 50 ms
-				fmt.Fprintf(w, `{"allow":true,"reason":"granted","retryAfterMs":0,"breaker":{"state":"half_open"},"probe":{"token":"late-probe","expiresAt":%d}}`,
-					time.Now().Add(probeFor).UnixMilli())
+				time.Sleep(setup.answerAfter)
+				lease := ""
+				if setup.lease {
+					lease = fmt.Sprintf(`,"lease":{"id":"probe-lease","expiresAt":%d}`, time.Now().Add(10*time.Second).UnixMilli())
+				}
+				fmt.Fprintf(w, `{"allow":true,"reason":"granted","retryAfterMs":0,"breaker":{"state":"half_open"},"probe":{"token":"late-probe","expiresAt":%d}%s}`,
+					time.Now().Add(setup.probeFor).UnixMilli(), lease)
 				return
 			}
 			_, _ = w.Write([]byte(`{"allow":false,"reason":"breaker_open","retryAfterMs":1000,"breaker":{"state":"half_open"}}`))
+		case strings.Contains(path, "/leases/"):
+			fleet.mu.Lock()
+			fleet.released = append(fleet.released, path[strings.LastIndex(path, "/")+1:])
+			fleet.mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
 		case strings.HasSuffix(path, "/reports"):
 			deps, _ := body["deps"].([]any)
 			for _, dep := range deps {
@@ -49,13 +78,17 @@ func newLateProbeClient(t *testing.T, probeFor time.Duration) (*Client, *latePro
 			}
 			_, _ = w.Write([]byte(`{"deps":{}}`))
 		default: // the view
-			_, _ = w.Write([]byte(`{"breaker":{"state":"half_open"}}`))
+			fmt.Fprintf(w, `{"breaker":%s}`, view)
 		}
 	})
-	c, err := New(Config{
+	cfg := Config{
 		BaseURLs: []string{s.URL}, Namespace: "shop", SkipStartCheck: true, NoEvents: true, Logger: testLogger{t},
-		DecisionTimeout: 50 * time.Millisecond, PollInterval: time.Hour, ReportInterval: time.Hour,
-	})
+		DecisionTimeout: setup.decisionTimeout, PollInterval: time.Hour, ReportInterval: time.Hour,
+	}
+	if setup.mutate != nil {
+		setup.mutate(&cfg)
+	}
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +102,38 @@ func (f *lateProbeFleet) seen() (admits int, probes []string) {
 	return f.admits, append([]string(nil), f.probes...)
 }
 
+func (f *lateProbeFleet) leasesReleased() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.released...)
+}
+
+func keptProbes(d *Dependency) int {
+	d.fleet.mu.Lock()
+	defer d.fleet.mu.Unlock()
+	return len(d.fleet.kept)
+}
+
+// goesOutAsTheKeptProbe checks that the next call goes out as the kept probe, without a second
+// admission, and that its success is reported with the probe's token.
+func goesOutAsTheKeptProbe(t *testing.T, pay *Dependency, dep *scripted, fleet *lateProbeFleet) {
+	t.Helper()
+	if err := pay.Do(context.Background(), dep.get); err != nil {
+		t.Fatalf("the next call goes out as the kept probe: %v", err)
+	}
+	if n := len(dep.requests()); n != 1 {
+		t.Fatalf("the dependency got %d requests, want 1", n)
+	}
+	eventually(t, 5*time.Second, "the probe's outcome is reported", func() bool {
+		_, probes := fleet.seen()
+		return len(probes) > 0
+	})
+	admits, probes := fleet.seen()
+	if admits != 1 || len(probes) != 1 || probes[0] != "late-probe:true" {
+		t.Fatalf("%d admissions, probes reported %v; want 1 and [late-probe:true]", admits, probes)
+	}
+}
+
 // askTooLate makes a call whose admission comes too late (it gives up breaker_open without an
 // attempt), and waits for the late answer's probe to be kept.
 func askTooLate(t *testing.T, pay *Dependency, dep *scripted) {
@@ -78,11 +143,7 @@ func askTooLate(t *testing.T, pay *Dependency, dep *scripted) {
 	if err := pay.Do(context.Background(), dep.get); !errors.As(err, &giveUp) || giveUp.Reason != ReasonBreakerOpen || giveUp.Attempts != 0 {
 		t.Fatalf("without the fleet's answer in time the half-open breaker refuses: %v", err)
 	}
-	eventually(t, 5*time.Second, "the late probe is kept", func() bool {
-		pay.fleet.mu.Lock()
-		defer pay.fleet.mu.Unlock()
-		return len(pay.fleet.kept) == 1
-	})
+	eventually(t, 5*time.Second, "the late probe is kept", func() bool { return keptProbes(pay) == 1 })
 }
 
 func TestALateProbeLetsTheNextCallOutWithoutAsking(t *testing.T) {
@@ -139,4 +200,88 @@ func TestAKeptProbeIsDroppedWhenTheBreakerLeavesHalfOpen(t *testing.T) {
 	if admits, _ := fleet.seen(); admits != 2 || len(dep.requests()) != 0 {
 		t.Fatalf("%d admissions, %d attempts; want 2 and 0", admits, len(dep.requests()))
 	}
+}
+
+// The answer comes in time for the decision (500 ms), not for the call (150 ms): the attempt does
+// not go out, the lease goes back, and the probe is kept as a late one is.
+func TestAnAdmissionAfterTheDeadlineSendsNothingAndKeepsItsProbe(t *testing.T) {
+	c, fleet := newProbeFleetClient(t, probeFleetSetup{
+		probeFor: 10 * time.Second, answerAfter: 300 * time.Millisecond, decisionTimeout: 500 * time.Millisecond, lease: true,
+	})
+	pay := c.Dependency("pay")
+	dep := newScripted(t, 200)
+	eventually(t, 5*time.Second, "the view is read", func() bool { return pay.BreakerState() == StateHalfOpen })
+	start := time.Now()
+	var giveUp *GiveUpError
+	err := pay.Do(context.Background(), dep.get, Deadline(150*time.Millisecond))
+	if !errors.As(err, &giveUp) || giveUp.Reason != ReasonDeadlineExceeded || giveUp.Attempts != 0 {
+		t.Fatalf("an admission past the deadline gives up deadline_exceeded with no attempt: %v", err)
+	}
+	if elapsed := time.Since(start); elapsed < 250*time.Millisecond {
+		t.Fatalf("the call gave up after %v: before the admission's answer (300 ms)", elapsed)
+	}
+	if n := len(dep.requests()); n != 0 {
+		t.Fatalf("the dependency got %d requests, want 0", n)
+	}
+	if n := keptProbes(pay); n != 1 {
+		t.Fatalf("%d probes kept, want 1", n)
+	}
+	eventually(t, 5*time.Second, "the lease is released", func() bool {
+		released := fleet.leasesReleased()
+		return len(released) == 1 && released[0] == "probe-lease"
+	})
+	goesOutAsTheKeptProbe(t, pay, dep, fleet)
+}
+
+// The caller's context ends while the admission is under way: its probe is kept all the same.
+func TestACallWhoseContextEndsDuringItsAdmissionKeepsItsProbe(t *testing.T) {
+	c, fleet := newProbeFleetClient(t, probeFleetSetup{
+		probeFor: 10 * time.Second, answerAfter: 300 * time.Millisecond, decisionTimeout: 500 * time.Millisecond,
+	})
+	pay := c.Dependency("pay")
+	dep := newScripted(t, 200)
+	eventually(t, 5*time.Second, "the view is read", func() bool { return pay.BreakerState() == StateHalfOpen })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(100*time.Millisecond, cancel)
+	if err := pay.Do(ctx, dep.get); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the call ends with its context: %v", err)
+	}
+	eventually(t, 5*time.Second, "the probe is kept", func() bool { return keptProbes(pay) == 1 })
+	if n := len(dep.requests()); n != 0 {
+		t.Fatalf("the dependency got %d requests, want 0", n)
+	}
+	goesOutAsTheKeptProbe(t, pay, dep, fleet)
+}
+
+// The caller's context ends as the admission's answer is taken (the answer's half-open state, new
+// to the client, is announced then): nothing is sent, and the probe is kept.
+func TestACallWhoseContextEndsAsItIsAdmittedKeepsItsProbe(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, fleet := newProbeFleetClient(t, probeFleetSetup{
+		probeFor: 10 * time.Second, decisionTimeout: 500 * time.Millisecond,
+		// Open, its open time over: half-open as the client counts, until the admission says so.
+		view: fmt.Sprintf(`{"state":"open","openUntil":%d}`, time.Now().Add(-time.Second).UnixMilli()),
+		mutate: func(cfg *Config) {
+			cfg.Hooks.OnBreakerChange = func(ch BreakerChange) {
+				if ch.To == StateHalfOpen {
+					cancel()
+				}
+			}
+		},
+	})
+	pay := c.Dependency("pay")
+	dep := newScripted(t, 200)
+	eventually(t, 5*time.Second, "the view is read", func() bool { return pay.BreakerState() == StateHalfOpen })
+	if err := pay.Do(ctx, dep.get); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the call ends with its context: %v", err)
+	}
+	if n := len(dep.requests()); n != 0 {
+		t.Fatalf("the dependency got %d requests, want 0", n)
+	}
+	if n := keptProbes(pay); n != 1 {
+		t.Fatalf("%d probes kept, want 1", n)
+	}
+	goesOutAsTheKeptProbe(t, pay, dep, fleet)
 }
