@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import http.client
+import math
 import socket
 import threading
 import time
@@ -10,7 +12,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 
-from sluice import BreakerOpenError, GiveUpError, Sluice, current_attempt
+from sluice import BreakerOpenError, DeadlineExceededError, GiveUpError, Sluice, current_attempt
+from sluice.aio import AsyncSluice
 from support import CLIENT_TOKEN, Coordinator, admin, namespace
 
 DEP = "payments-api"
@@ -253,3 +256,122 @@ def test_a_kept_probe_is_dropped_when_the_breaker_leaves_half_open(coordinators:
         assert fresh != token and {"token": token, "success": True} not in admissions.reported
 
     late_probe(coordinators, ns, {**BREAKER, "probeLeaseMs": 10_000}, run)
+
+
+# --- a probe granted after the call's deadline ----------------------------------------------------
+#: A call's deadline, and its admission's answer held back past it, well within the decision timeout (500 ms).
+DEADLINE_MS = 150
+PAST_DEADLINE_S = 0.3
+
+
+def half_open(sluice: Sluice) -> Admissions:
+    """Opens the fleet's breaker with two failed calls and waits until it is half-open."""
+    admissions = Admissions(sluice)
+    for _ in range(2):
+        with pytest.raises(GiveUpError):
+            sluice.dependency(DEP, max_attempts=1).call(failing_call, idempotent=True)
+    wait_for(lambda: sluice.breaker_state(DEP) == "half_open")
+    return admissions
+
+
+def the_kept_probe_goes_out_next(sluice: Sluice, admissions: Admissions) -> None:
+    """The probe the deadline's call did not use is the next call's, without a second admission."""
+    wait_for(lambda: not any(thread.name == "sluice-admit" for thread in threading.enumerate()))
+    probe = admissions.answers[0].get("probe")
+    assert admissions.answers[0]["allow"] and isinstance(probe, dict)
+    assert sluice.dependency(DEP).call(succeeding_call, idempotent=True) == 200
+    assert admissions.asked == 1  # no second admission
+    wait_for(lambda: sluice.breaker_state(DEP) == "closed")
+    assert admissions.reported == [{"token": probe["token"], "success": True}]
+
+
+def test_a_probe_granted_after_the_calls_deadline_sends_nothing_and_is_kept(coordinators: List[Coordinator], ns: str) -> None:
+    admin(coordinators[0].url, "PUT", f"/admin/v1/{ns}/policies/deps/{DEP}", {"breaker": {**BREAKER, "probeLeaseMs": 10_000}})
+    proxy = DelayingProxy(coordinators[0].port, PAST_DEADLINE_S, marker=b"/admit")
+    try:
+        with Sluice(base_urls=[f"http://127.0.0.1:{proxy.port}"], namespace=ns, token=CLIENT_TOKEN, decision_timeout_ms=PROBE_DECISION_TIMEOUT_MS) as sluice:
+            sluice.ready()
+            admissions = half_open(sluice)
+            sent: List[Any] = []
+            with pytest.raises(DeadlineExceededError) as given_up:
+                sluice.dependency(DEP).call(lambda: sent.append(1), idempotent=True, deadline_ms=DEADLINE_MS)
+            assert given_up.value.attempts == 0 and sent == [] and admissions.asked == 1
+            the_kept_probe_goes_out_next(sluice, admissions)
+    finally:
+        proxy.close()
+
+
+def test_an_admission_answered_in_time_but_after_the_deadline_sends_nothing_and_keeps_its_probe(
+    coordinators: List[Coordinator], ns: str
+) -> None:
+    """An engine whose wait for the answer does not stop at the deadline: the answer is taken as one
+    in time (the deadline passed while it was read), and the call still sends nothing."""
+    admin(coordinators[0].url, "PUT", f"/admin/v1/{ns}/policies/deps/{DEP}", {"breaker": {**BREAKER, "probeLeaseMs": 10_000}})
+    with Sluice(base_urls=[coordinators[0].url], namespace=ns, token=CLIENT_TOKEN, decision_timeout_ms=PROBE_DECISION_TIMEOUT_MS) as sluice:
+        sluice.ready()
+        admissions = half_open(sluice)
+        engine = sluice._engine
+        admit = engine.admit
+
+        def slow_admit(state: Any, bstate: str, deadline_at: float = math.inf) -> Dict[str, Any]:
+            answer = admit(state, bstate)  # in time for the decision, whatever the call's deadline
+            time.sleep(PAST_DEADLINE_S)  # read once the call's deadline has passed
+            return answer
+
+        engine.admit = slow_admit  # type: ignore[method-assign]
+        sent: List[Any] = []
+        with pytest.raises(DeadlineExceededError) as given_up:
+            sluice.dependency(DEP).call(lambda: sent.append(1), idempotent=True, deadline_ms=DEADLINE_MS)
+        assert given_up.value.attempts == 0 and sent == [] and admissions.asked == 1
+        engine.admit = admit  # type: ignore[method-assign]
+        the_kept_probe_goes_out_next(sluice, admissions)
+
+
+def test_the_asyncio_client_sends_nothing_after_the_deadline_either(coordinators: List[Coordinator], ns: str) -> None:
+    admin(coordinators[0].url, "PUT", f"/admin/v1/{ns}/policies/deps/{DEP}", {"breaker": {**BREAKER, "probeLeaseMs": 10_000}})
+    proxy = DelayingProxy(coordinators[0].port, PAST_DEADLINE_S, marker=b"/admit")
+
+    async def failing() -> int:
+        raise TimeoutError("the dependency times out")
+
+    async def scenario() -> None:
+        async with AsyncSluice(base_urls=[f"http://127.0.0.1:{proxy.port}"], namespace=ns, token=CLIENT_TOKEN, decision_timeout_ms=PROBE_DECISION_TIMEOUT_MS) as sluice:
+            await sluice.ready()
+            admissions = Admissions(sluice)
+            payments = sluice.dependency(DEP, max_attempts=1)
+            for _ in range(2):
+                with pytest.raises(GiveUpError):
+                    await payments.call(failing, idempotent=True)
+            wait_for(lambda: sluice.breaker_state(DEP) == "half_open")
+            sent: List[Any] = []
+
+            async def sending() -> int:
+                sent.append(1)
+                return 200
+
+            with pytest.raises(DeadlineExceededError) as given_up:
+                await sluice.dependency(DEP).call(sending, idempotent=True, deadline_ms=DEADLINE_MS)
+            assert given_up.value.attempts == 0 and sent == [] and admissions.asked == 1
+            wait_for(lambda: not any(thread.name == "sluice-admit" for thread in threading.enumerate()))
+            token = admissions.answers[0]["probe"]["token"]
+            assert await sluice.dependency(DEP).call(sending, idempotent=True) == 200
+            assert admissions.asked == 1 and sent == [1]
+            wait_for(lambda: sluice.breaker_state(DEP) == "closed")
+            assert admissions.reported == [{"token": token, "success": True}]
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        proxy.close()
+
+
+def test_a_local_probe_whose_attempt_does_not_go_out_is_given_back(coordinators: List[Coordinator], ns: str) -> None:
+    with Sluice(base_urls=[coordinators[0].url], namespace=ns, token=CLIENT_TOKEN) as sluice:
+        payments = sluice.dependency(DEP)
+        state, now = payments.state, sluice._engine.now()
+        state.local.adopt("half_open", None, now, None)
+        assert state.local.try_probe(now) and not state.local.try_probe(now)  # one probe at a time
+        past = payments.new_call(True, None, 1, None, now - 10)
+        with pytest.raises(DeadlineExceededError):
+            payments.admitted(past, {"allow": True, "reason": "granted", "local_probe": True})
+        assert state.local.try_probe(now)  # given back: the local breaker lets its probe out again

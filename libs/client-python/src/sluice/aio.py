@@ -78,7 +78,7 @@ class AsyncDependency(Policy):
             admission: Optional[Dict[str, Any]] = None
             if self.needs_admission(bstate):
                 admission = await self._admit(call, bstate)
-                now = engine.now()
+                now = self.admitted(call, admission)
             call.launched += 1
             if call.launched == 1:
                 engine.record_request(self.state, now)
@@ -111,7 +111,7 @@ class AsyncDependency(Policy):
         engine = self.engine
         loop = asyncio.get_running_loop()
         while True:
-            answer = await loop.run_in_executor(None, engine.admit, self.state, bstate)
+            answer = await loop.run_in_executor(None, engine.admit, self.state, bstate, call.deadline_at)
             if answer.get("allow"):
                 return answer
             wait_ms = max(1.0, float(answer.get("retryAfterMs") or 0))

@@ -105,6 +105,17 @@ class Policy:
     def needs_admission(self, bstate: str) -> bool:
         return self.state.limited or bstate not in ("closed", "forced_closed")
 
+    def admitted(self, call: Call, admission: Dict[str, Any]) -> float:
+        """The time the admitted attempt goes out. An admission that lets it out after the call's
+        deadline (its answer came in time for the decision, not for the call) sends nothing: its
+        lease is released, its probe kept (a local one given back), and the call gives up
+        ``deadline_exceeded`` without an attempt."""
+        now = self.engine.now()
+        if call.deadline_at <= now:
+            self.engine.abandon_admission(self.state, admission)
+            raise self.giving_up(DeadlineExceededError(self.name, call.launched, call.last_error))
+        return now
+
     def refusal(self, call: Call, answer: Dict[str, Any]) -> GiveUpError:
         return self.giving_up(admission_refusal(call, answer, self.engine.breaker_facts(self.state, self.engine.now())))
 
@@ -236,7 +247,7 @@ class Dependency(Policy):
             admission: Optional[Dict[str, Any]] = None
             if self.needs_admission(bstate):
                 admission = self._admit(call, bstate)
-                now = engine.now()
+                now = self.admitted(call, admission)
             call.launched += 1
             if call.launched == 1:
                 with engine.lock:
@@ -313,7 +324,7 @@ class Dependency(Policy):
     def _admit(self, call: Call, bstate: str) -> Dict[str, Any]:
         engine = self.engine
         while True:
-            answer = engine.admit(self.state, bstate)
+            answer = engine.admit(self.state, bstate, call.deadline_at)
             if answer.get("allow"):
                 return answer
             reason = answer.get("reason")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import math
 import os
 import random as random_module
 import socket
@@ -38,6 +39,8 @@ RECONNECT = BackoffPolicy(base_ms=100, cap_ms=5000, jitter="full")
 NOT_YET = Verdict(False, "coordinator_unavailable")
 REFUSED_TOKEN = Verdict(False, "config_error")
 DEADLINE_PASSED = Verdict(False, "deadline_exceeded")
+#: An admission whose answer did not come before the call's deadline: the call gives up, the answer is a late one.
+ADMISSION_PAST_DEADLINE: Dict[str, Any] = {"allow": False, "reason": "deadline_exceeded"}
 
 
 def epoch_ms() -> float:
@@ -71,6 +74,19 @@ class Options:
     backoff: Optional[BackoffPolicy] = None
 
 
+def _probe_to_keep(answer: Dict[str, Any], started_at: float, wall_at: float, period: int) -> Optional[Tuple[str, float, int]]:
+    """The probe an admission's answer granted, as it is kept when its attempt does not go out:
+    (token, expiry on the client's clock, counted from the ask at ``started_at``/``wall_at``, and
+    the half-open ``period`` the ask went out in); None when it granted none."""
+    probe = answer.get("probe")
+    if not (answer.get("allow") and isinstance(probe, dict)):
+        return None
+    token, expires_at = probe.get("token"), probe.get("expiresAt")
+    if not isinstance(token, str) or not isinstance(expires_at, (int, float)):
+        return None
+    return token, started_at + expires_at - wall_at, period
+
+
 def default_reporter() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
 
@@ -91,14 +107,20 @@ class _Pending:
         #: Set when the ask goes out (one for a whole batch).
         self.arrival = Arrival()
 
-    def answered_in(self, timeout_s: float, read_within_s: float) -> bool:
+    def answered_in(self, timeout_s: float, read_within_s: float, left_s: float = math.inf) -> bool:
         """Waits ``timeout_s`` from the request's write for the answer; one already in this process by
         then (a busy process had not read it yet) is waited for up to ``read_within_s`` more. The time
-        before the write (a process too busy to send) is the call's, not the coordinator's."""
-        self.arrival.written.wait(read_within_s)
-        if self.done.wait(timeout_s):
+        before the write (a process too busy to send) is the call's, not the coordinator's.
+        ``left_s`` (what is left of the call's deadline) ends the whole wait: an answer after it is late."""
+        ends = time.monotonic() + left_s
+
+        def within(limit_s: float) -> float:
+            return max(0.0, min(limit_s, ends - time.monotonic()))
+
+        self.arrival.written.wait(within(read_within_s))
+        if self.done.wait(within(timeout_s)):
             return True
-        return self.arrival.at_door() and self.done.wait(read_within_s)
+        return time.monotonic() < ends and self.arrival.at_door() and self.done.wait(within(read_within_s))
 
     def complete(self, result: Optional[Dict[str, Any]], error: Optional[BaseException]) -> None:
         with self.lock:
@@ -412,24 +434,31 @@ class Engine:
                 self._answered(state, pending.result, self.now())
 
     # --- admissions (a breaker that is not closed, a limited dependency) ---------------------
-    def admit(self, state: DependencyState, bstate: str) -> Dict[str, Any]:
+    def admit(self, state: DependencyState, bstate: str, deadline_at: float = math.inf) -> Dict[str, Any]:
         """``POST …/admit`` within the decision timeout; the local fallback decides when no answer comes.
-        A half-open breaker's probe kept from a late answer goes out first, without asking.
+        A half-open breaker's probe kept from a late answer goes out first, without asking. The wait
+        ends at the call's deadline (``deadline_at``, on the engine's clock): the call gives up
+        ``deadline_exceeded`` and the answer, when it comes, is a late one (its probe is kept).
 
-        Answers a dict: ``allow``, ``reason``, and ``probe``/``lease``/``local_probe``/``breaker``/``retryAfterMs``.
+        Answers a dict: ``allow``, ``reason``, and ``probe``/``lease``/``local_probe``/``breaker``/``retryAfterMs``;
+        ``keep``, with a fleet probe: ``(token, expiry, period)`` for :meth:`abandon_admission`.
         """
         now = self.now()
         if bstate in ("open", "forced_open"):
             return {"allow": False, "reason": "breaker_open"}
+        if now >= deadline_at:  # nothing to ask for: no attempt may go out
+            return dict(ADMISSION_PAST_DEADLINE)
         if self.link.config_error is not None and not self.link.fallback:
             return {"allow": False, "reason": "config_error"}
         if not self.link.fallback:
             if bstate == "half_open":
                 with self.lock:
-                    token = state.take_kept_probe(now)
-                if token is not None:  # the fleet's probe, granted too late to an earlier call: no need to ask
-                    return {"allow": True, "reason": "granted", "probe": {"token": token}}
-            answer = self._fleet_admit(state)
+                    kept = state.take_kept(now)
+                    period = state.half_open_period
+                if kept is not None:  # the fleet's probe, granted too late to an earlier call: no need to ask
+                    token, expires_at = kept
+                    return {"allow": True, "reason": "granted", "probe": {"token": token}, "keep": (token, expires_at, period)}
+            answer = self._fleet_admit(state, deadline_at)
             if answer is not None:
                 return answer
         with self.lock:
@@ -439,10 +468,11 @@ class Engine:
                 return {"allow": True, "reason": "granted", "local_probe": True}
         return {"allow": False, "reason": "breaker_open"}
 
-    def _fleet_admit(self, state: DependencyState) -> Optional[Dict[str, Any]]:
-        """The coordinator's answer, waited for within the decision timeout from the request's write;
-        None when none came in time or the exchange failed (the request itself may take the request
-        timeout: a late answer is handled by :meth:`_late_admission`)."""
+    def _fleet_admit(self, state: DependencyState, deadline_at: float = math.inf) -> Optional[Dict[str, Any]]:
+        """The coordinator's answer, waited for within the decision timeout from the request's write
+        and within the call's deadline; None when none came in time or the exchange failed, a
+        ``deadline_exceeded`` refusal when the deadline passed first (the request itself may take the
+        request timeout: a late answer is handled by :meth:`_late_admission`)."""
         options = self.options
         started_at, wall_at = self.now(), epoch_ms()
         with self.lock:
@@ -459,21 +489,26 @@ class Engine:
                 pending.complete(answer, None)
 
         threading.Thread(target=exchange, daemon=True, name="sluice-admit").start()
-        if not pending.answered_in(options.decision_timeout_ms / 1000, options.request_timeout_ms / 1000):
+        left_s = (deadline_at - started_at) / 1000
+        if not pending.answered_in(options.decision_timeout_ms / 1000, options.request_timeout_ms / 1000, left_s):
             with pending.lock:
                 if not pending.done.is_set():
                     pending.late = lambda late: self._late_admission(state, late, started_at, wall_at, period)
-                    return None
+                    # Past the deadline the fallback has nothing to decide: the call gives up.
+                    return dict(ADMISSION_PAST_DEADLINE) if self.now() >= deadline_at else None
         error = pending.error
         if error is not None:
             with self.lock:
                 self.link.failed("admit", error, self.now(), started_at)
             return {"allow": False, "reason": "config_error"} if isinstance(error, ConfigError) else None
-        answer = pending.result or {}
+        answer = dict(pending.result or {})
         with self.lock:
             self.link.succeeded("admit")
             state.apply_breaker(answer.get("breaker"))
-        return dict(answer)
+        keep = _probe_to_keep(answer, started_at, wall_at, period)
+        if keep is not None:  # should the attempt not go out (the deadline passed meanwhile)
+            answer["keep"] = keep
+        return answer
 
     def _late_admission(
         self, state: DependencyState, pending: _Pending, started_at: float, wall_at: float, period: int
@@ -487,21 +522,30 @@ class Engine:
                 self.link.failed("admit", pending.error, self.now(), started_at)
             return
         answer = pending.result or {}
-        probe = answer.get("probe")
+        keep = _probe_to_keep(answer, started_at, wall_at, period)
         with self.lock:
             self.link.succeeded("admit")
             # The answer may be older than what the client learned since: kept only while still half-open.
-            if (
-                answer.get("allow")
-                and isinstance(probe, dict)
-                and isinstance(probe.get("token"), str)
-                and isinstance(probe.get("expiresAt"), (int, float))
-                and state.fleet_state(self.now()) == "half_open"
-            ):
-                state.keep_probe(probe["token"], started_at + probe["expiresAt"] - wall_at, period)
+            if keep is not None and state.fleet_state(self.now()) == "half_open":
+                state.keep_probe(*keep)
         lease = answer.get("lease")
         if isinstance(lease, dict) and isinstance(lease.get("id"), str):
             self._release(state.name, lease["id"])
+
+    def abandon_admission(self, state: DependencyState, admission: Dict[str, Any]) -> None:
+        """An admission whose attempt does not go out (the call's deadline passed while it was
+        admitted): its lease is released, a local probe is given back to the local breaker, and the
+        fleet's probe is kept as a late one is (``keep``: until it expires, while the breaker is
+        half-open in the period its ask went out in)."""
+        keep = admission.get("keep")
+        with self.lock:
+            if admission.get("local_probe"):
+                state.local.release_probe()
+            if keep is not None and state.fleet_state(self.now()) == "half_open":
+                state.keep_probe(*keep)
+        lease = admission.get("lease")
+        if isinstance(lease, dict) and isinstance(lease.get("id"), str):
+            threading.Thread(target=self._release, args=(state.name, lease["id"]), daemon=True).start()
 
     def settle_admission(self, state: DependencyState, admission: Dict[str, Any], success: bool) -> None:
         """After the admitted attempt: its probe's outcome reported at once, its lease released."""

@@ -155,6 +155,8 @@ def admission_refusal(call: Call, answer: Dict[str, Any], facts: BreakerFacts) -
         return LimitedError(call.dependency, str(reason), float(answer.get("retryAfterMs") or 0), call.launched, call.last_error)
     if reason == "breaker_open":
         return breaker_error(call, facts, call.last_error)
+    if reason == "deadline_exceeded":
+        return DeadlineExceededError(call.dependency, call.launched, call.last_error)
     return GiveUpError(call.dependency, str(reason), call.launched, call.last_error)
 
 

@@ -114,6 +114,10 @@ class LocalGuard:
         self._probes += 1
         return True
 
+    def release_probe(self) -> None:
+        """A probe that ends with no outcome (its attempt never went out): given back, the breaker unchanged."""
+        self._probes = max(0, self._probes - 1)
+
     def probe_outcome(self, success: bool, now: float) -> None:
         self._probes = max(0, self._probes - 1)
         self._machine.settle(now).probe_outcome(self._policy().breaker, success, now)
