@@ -151,20 +151,7 @@ func TestALateProbeLetsTheNextCallOutWithoutAsking(t *testing.T) {
 	pay := c.Dependency("pay")
 	dep := newScripted(t, 200)
 	askTooLate(t, pay, dep)
-	if err := pay.Do(context.Background(), dep.get); err != nil {
-		t.Fatalf("the next call goes out as the kept probe: %v", err)
-	}
-	if n := len(dep.requests()); n != 1 {
-		t.Fatalf("the dependency got %d requests, want 1", n)
-	}
-	eventually(t, 5*time.Second, "the probe's outcome is reported", func() bool {
-		_, probes := fleet.seen()
-		return len(probes) > 0
-	})
-	admits, probes := fleet.seen()
-	if admits != 1 || len(probes) != 1 || probes[0] != "late-probe:true" {
-		t.Fatalf("%d admissions, probes reported %v; want 1 and [late-probe:true]", admits, probes)
-	}
+	goesOutAsTheKeptProbe(t, pay, dep, fleet)
 	// The probe went out once: the call after it asks again.
 	_ = pay.Do(context.Background(), dep.get)
 	if admits, _ := fleet.seen(); admits != 2 {

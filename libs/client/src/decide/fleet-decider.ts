@@ -183,18 +183,12 @@ export class FleetDecider implements Decider {
     }
     this.link.succeeded('admit');
     dependency.applyBreaker(decision.breaker);
+    if (!decision.allow) return this.refusalOf(decision);
     const probe = decision.probe && probeOf(decision.probe, startedAt, askedAt, period);
-    return this.answerOf(dependency, decision, cost, askedAt, probe);
+    return this.admitted(dependency, decision, cost, askedAt, probe);
   }
 
-  private answerOf(
-    dependency: FleetDependency,
-    decision: AdmitDecision,
-    cost: number,
-    askedAt: number,
-    probe: FleetProbe | undefined,
-  ): AdmitAnswer {
-    if (decision.allow) return this.admitted(dependency, decision, cost, askedAt, probe);
+  private refusalOf(decision: AdmitDecision): AdmitAnswer {
     if (decision.reason === 'rate_limited' || decision.reason === 'concurrency_limited') {
       return { allow: false, reason: decision.reason, retryAfterMs: decision.retryAfterMs };
     }
