@@ -1,4 +1,4 @@
-import { Sluice, type FallbackChange } from '@sluice/client';
+import { Sluice, type Dependency, type FallbackChange } from '@sluice/client';
 import type { TestCoordinator } from '../support/test-coordinator';
 import { startCountingProxy, type CountingProxy } from '../support/counting-proxy';
 import { fail, ok, startFlakyServer, type FlakyServer } from '../support/flaky-server';
@@ -38,6 +38,28 @@ describe('a slow coordinator is not a lost one', () => {
     await proxy.close();
     await coordinator.close();
   });
+
+  /** The admissions the proxy has seen. */
+  const admits = () => proxy.count((line) => line.endsWith('/admit'));
+
+  /** Four failed calls through `pay` open the fleet's breaker; resolves once it is half-open. */
+  async function halfOpenAfterFailures(pay: Dependency, path: string): Promise<void> {
+    server.plan([], fail(503));
+    for (let i = 0; i < 4; i++) await failure(pay.fetch(`${server.url}${path}/${i}`));
+    await waitUntil(
+      () => pay.breakerState === 'half_open',
+      5000,
+      () => `the fleet breaker never half-opened (${pay.breakerState})`,
+    );
+  }
+
+  /** Resolves once the probe's success has closed `pay`'s breaker. */
+  const closedByTheProbe = (pay: Dependency) =>
+    waitUntil(
+      () => pay.breakerState === 'closed',
+      5000,
+      () => `the probe's success did not close the breaker (${pay.breakerState})`,
+    );
 
   it('answers later than the decision timeout: no retry, no fallback; no answer at all: the fallback', async () => {
     const sluice = client();
@@ -100,13 +122,7 @@ describe('a slow coordinator is not a lost one', () => {
       // The process's own breaker opens on the same failures, and half-opens after 100 ms.
       fallbackPolicy: { breaker: { minimumCalls: 4, failureRateThreshold: 0.5, openMs: 100 } },
     });
-    server.plan([], fail(503));
-    for (let i = 0; i < 4; i++) await failure(pay.fetch(`${server.url}/pay/${i}`));
-    await waitUntil(
-      () => pay.breakerState === 'half_open',
-      5000,
-      () => `the fleet breaker never half-opened (${pay.breakerState})`,
-    );
+    await halfOpenAfterFailures(pay, '/pay');
 
     // The fleet's probe decision comes too late: the call is refused, and nothing reaches the server.
     delay = (line) => (line.endsWith('/admit') ? 150 : 0);
@@ -118,7 +134,6 @@ describe('a slow coordinator is not a lost one', () => {
 
     // The late answer carried the fleet's probe: the next call goes out as it, without asking, and
     // its success closes the breaker for everyone.
-    const admits = () => proxy.count((line) => line.endsWith('/admit'));
     await waitUntil(
       () => proxy.answered.some((line) => line.endsWith('/admit 200')),
       5000,
@@ -129,11 +144,7 @@ describe('a slow coordinator is not a lost one', () => {
     await expect(pay.fetch(`${server.url}/pay/kept`)).resolves.toMatchObject({ status: 200 });
     expect(admits()).toBe(asked);
     expect(server.requests).toHaveLength(sent + 1);
-    await waitUntil(
-      () => pay.breakerState === 'closed',
-      5000,
-      () => `the probe's success did not close the breaker (${pay.breakerState})`,
-    );
+    await closedByTheProbe(pay);
     await sluice.close();
   });
 
@@ -148,19 +159,12 @@ describe('a slow coordinator is not a lost one', () => {
       reportIntervalMs: 50,
     });
     const pay = sluice.dependency('pay', { maxAttempts: 1 });
-    server.plan([], fail(503));
-    for (let i = 0; i < 4; i++) await failure(pay.fetch(`${server.url}/pay/again/${i}`));
-    await waitUntil(
-      () => pay.breakerState === 'half_open',
-      5000,
-      () => `the fleet breaker never half-opened (${pay.breakerState})`,
-    );
+    await halfOpenAfterFailures(pay, '/pay/again');
 
     // The admit is answered in time for the decision (300 ms of 1,000), not for the call (100 ms).
     delay = (line) => (line.endsWith('/admit') ? 300 : 0);
     server.plan([], ok());
     const sent = server.requests.length;
-    const admits = () => proxy.count((line) => line.endsWith('/admit'));
     const late = await failure(pay.fetch(`${server.url}/pay/late`, { deadlineMs: 100 }));
     expect([late.reason, late.attempts]).toEqual(['deadline_exceeded', 0]);
     expect(server.requests).toHaveLength(sent);
@@ -169,11 +173,7 @@ describe('a slow coordinator is not a lost one', () => {
     delay = () => 0;
     await expect(pay.fetch(`${server.url}/pay/next`)).resolves.toMatchObject({ status: 200 });
     expect(admits()).toBe(asked);
-    await waitUntil(
-      () => pay.breakerState === 'closed',
-      5000,
-      () => `the probe's success did not close the breaker (${pay.breakerState})`,
-    );
+    await closedByTheProbe(pay);
     await sluice.close();
   });
 });
