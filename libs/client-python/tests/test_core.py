@@ -126,16 +126,16 @@ def test_a_kept_probe_goes_out_once_before_it_expires_and_while_half_open() -> N
     period = state.half_open_period
     state.keep_probe("p1", expires_at=2000, period=period)
     state.keep_probe("p2", expires_at=3000, period=period)
-    assert state.take_kept_probe(2000) == "p2"  # p1 expired
-    assert state.take_kept_probe(2000) is None  # each goes out once
+    assert state.take_kept(2000) == ("p2", 3000)  # p1 expired
+    assert state.take_kept(2000) is None  # each goes out once
     state.keep_probe("p3", expires_at=3000, period=period)
     state.apply_state("half_open")  # still half-open: kept
     state.apply_breaker({"state": "open", "openUntil": 5000})  # the breaker left half-open: dropped
-    assert state.take_kept_probe(1000) is None
+    assert state.take_kept(1000) is None
     state.apply_state("half_open")
     state.keep_probe("p4", expires_at=3000, period=state.half_open_period)
     state.apply_state("closed")
-    assert state.take_kept_probe(1000) is None
+    assert state.take_kept(1000) is None
 
 
 def test_a_probe_asked_for_before_the_breaker_left_half_open_is_not_kept() -> None:
@@ -145,9 +145,9 @@ def test_a_probe_asked_for_before_the_breaker_left_half_open_is_not_kept() -> No
     state.apply_breaker({"state": "open", "openUntil": 5000})
     state.apply_state("half_open")  # a later half-open period
     state.keep_probe("p1", expires_at=3000, period=asked_in)
-    assert state.take_kept_probe(1000) is None
+    assert state.take_kept(1000) is None
     state.keep_probe("p2", expires_at=3000, period=state.half_open_period)
-    assert state.take_kept_probe(1000) == "p2"
+    assert state.take_kept(1000) == ("p2", 3000)
 
 
 def test_reports_accumulate_and_are_restored_when_undelivered() -> None:

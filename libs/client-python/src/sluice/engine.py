@@ -543,9 +543,7 @@ class Engine:
                 state.local.release_probe()
             if keep is not None and state.fleet_state(self.now()) == "half_open":
                 state.keep_probe(*keep)
-        lease = admission.get("lease")
-        if isinstance(lease, dict) and isinstance(lease.get("id"), str):
-            threading.Thread(target=self._release, args=(state.name, lease["id"]), daemon=True).start()
+        self._release_lease_of(state, admission)
 
     def settle_admission(self, state: DependencyState, admission: Dict[str, Any], success: bool) -> None:
         """After the admitted attempt: its probe's outcome reported at once, its lease released."""
@@ -559,6 +557,10 @@ class Engine:
                     state.pending_since = self.now()
                 state.probes.append({"token": probe["token"], "success": success})
             threading.Thread(target=self.deliver, daemon=True).start()
+        self._release_lease_of(state, admission)
+
+    def _release_lease_of(self, state: DependencyState, admission: Dict[str, Any]) -> None:
+        """The admission's lease, if it holds one, released on a thread of its own (not waited for)."""
         lease = admission.get("lease")
         if isinstance(lease, dict) and isinstance(lease.get("id"), str):
             threading.Thread(target=self._release, args=(state.name, lease["id"]), daemon=True).start()

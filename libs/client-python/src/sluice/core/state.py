@@ -162,13 +162,9 @@ class DependencyState:
         if period == self.half_open_period:
             self.kept_probes.append((token, expires_at))
 
-    def take_kept_probe(self, now: float) -> Optional[str]:
-        """The token of a kept probe not expired at ``now``, taken (it goes out once); None when there is none."""
-        kept = self.take_kept(now)
-        return None if kept is None else kept[0]
-
     def take_kept(self, now: float) -> Optional[Tuple[str, float]]:
-        """A kept probe not expired at ``now``, taken, with its expiry: (token, expiry on the client's clock)."""
+        """A kept probe not expired at ``now``, taken (it goes out once), with its expiry: (token, expiry on
+        the client's clock); None when there is none."""
         self.kept_probes = [kept for kept in self.kept_probes if kept[1] > now]
         return self.kept_probes.pop(0) if self.kept_probes else None
 
