@@ -44,7 +44,7 @@ export class KeptProbes {
 
   /** The breaker left half-open: the kept probes belong to a period that is over. */
   clear(): void {
-    this.probes = [];
+    if (this.probes.length > 0) this.probes = [];
     this.ended++;
   }
 }
