@@ -78,6 +78,8 @@ export class RedisServerProcess {
   private child: ChildProcess | undefined;
   private closed: Promise<void> | undefined;
   private output = '';
+  /** Set while this object stops the server: any other exit is reported, with its output. */
+  private stopping = false;
 
   constructor(private readonly options: RedisServerOptions = {}) {
     this.portNumber = options.port;
@@ -173,6 +175,7 @@ export class RedisServerProcess {
 
   /** Synchronous last-resort cleanup (for 'exit' handlers): SIGKILL without waiting, remove the dir. */
   cleanupSync(): void {
+    this.stopping = true;
     if (this.running) this.child?.kill('SIGKILL');
     this.removeDir();
     untrack(this);
@@ -194,8 +197,18 @@ export class RedisServerProcess {
     let spawnError: Error | undefined;
     const child = spawn(LAUNCHER[0], args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
+    this.stopping = false;
     this.closed = new Promise((resolve) => {
-      child.once('close', () => resolve());
+      child.once('close', (code, signal) => {
+        // A server that dies under a test fails it with "Connection is closed": say why it died.
+        if (!this.stopping && code !== null && !this.output.includes('Address already in use'))
+          process.stderr.write(
+            `redis-server on port ${port} exited by itself (code ${code}); output:\n${this.output}\n`,
+          );
+        else if (!this.stopping && signal !== null)
+          process.stderr.write(`redis-server on port ${port} was killed by ${signal} from outside its test\n`);
+        resolve();
+      });
       child.once('error', (err) => {
         spawnError = err;
         resolve();
@@ -234,6 +247,7 @@ export class RedisServerProcess {
   private async terminate(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
     const child = this.child;
     if (child && this.running) {
+      this.stopping = true;
       child.kill(signal);
       if (signal === 'SIGTERM') {
         const escalate = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
