@@ -47,8 +47,14 @@ export interface NoDecision {
   reason: 'coordinator_unavailable' | 'config_error';
 }
 
+/** The call's deadline passed before the admission was answered. */
+export interface DeadlineRefusal {
+  allow: false;
+  reason: 'deadline_exceeded';
+}
+
 /** The answer to "may this attempt go out?" of a half-open breaker or a limited dependency. */
-export type AdmitAnswer = Admission | LimitRefusal | BreakerRefusal | NoDecision;
+export type AdmitAnswer = Admission | LimitRefusal | BreakerRefusal | NoDecision | DeadlineRefusal;
 
 /** A retry decision as the SDK uses it, whoever made it. */
 export interface RetryVerdict {
@@ -76,9 +82,10 @@ export interface Decider {
   breakerFacts(dependency: FleetDependency, now: number): BreakerFacts;
   /**
    * Lets an attempt out of a half-open breaker (as its probe) or to a limited dependency, or
-   * refuses it; `state` is the breaker state that governs now.
+   * refuses it; `state` is the breaker state that governs now, `deadlineAt` (on the clock) the
+   * call's deadline, after which an answer is not waited for.
    */
-  admit(dependency: FleetDependency, cost: number, state: BreakerState): Decided<AdmitAnswer>;
+  admit(dependency: FleetDependency, cost: number, state: BreakerState, deadlineAt?: number): Decided<AdmitAnswer>;
   /** May the call be retried? */
   retry(dependency: FleetDependency, request: RetryRequest): Decided<RetryVerdict>;
 }

@@ -203,3 +203,48 @@ describe('FleetDecider: a probe granted in an answer that came too late', () => 
     expect(admitted).toHaveLength(2);
   });
 });
+
+describe("FleetDecider: the call's deadline ends the wait for an answer", () => {
+  it('gives an admission up deadline_exceeded when the deadline comes before the answer, and keeps the probe the answer carries', async () => {
+    let answer: (decision: AdmitDecision) => void = () => undefined;
+    const admitted: number[] = [];
+    const { decider, clock, dependency } = deciderFor(
+      async () => GRANT,
+      () => {
+        admitted.push(Date.now());
+        return new Promise<AdmitDecision>((resolve) => (answer = resolve));
+      },
+    );
+    dependency.applyState('half_open');
+    // 20 ms of deadline left, 200 of decision time: the deadline passes while the admission is under way.
+    const admission = decider.admit(dependency, 1, 'half_open', clock.now() + 20);
+    clock.advance(20);
+
+    expect(await admission).toEqual({ allow: false, reason: 'deadline_exceeded' });
+    answer({
+      allow: true,
+      reason: 'granted',
+      retryAfterMs: 0,
+      breaker: { state: 'half_open' },
+      probe: { token: 'late-2', expiresAt: Date.now() + 10_000 },
+      shadow: false,
+    });
+    await sleep(5);
+    expect(await decider.admit(dependency, 1, 'half_open')).toMatchObject({ allow: true, probe: { token: 'late-2' } });
+    expect(admitted).toHaveLength(1);
+  });
+
+  it('gives a retry ask up deadline_exceeded, not coordinator_unavailable, when the deadline comes before the answer', async () => {
+    const asked: RetryRequest[] = [];
+    const { decider, clock, dependency, link } = deciderFor((request) => {
+      asked.push(request);
+      return new Promise<RetryDecision>(() => undefined);
+    });
+    const decision = decider.retry(dependency, { attempt: 1, status: 503, deadlineMs: 20 });
+    await untilAsked(asked, 1);
+    clock.advance(20);
+
+    expect(await decision).toMatchObject({ allow: false, reason: 'deadline_exceeded' });
+    expect(link.fallback).toBe(false);
+  });
+});

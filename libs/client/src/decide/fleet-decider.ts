@@ -16,8 +16,10 @@ import { AskNotSentError, RetryCoalescer, withDeadlineLeft } from './retry-coale
 
 const NOT_YET = { allow: false, reason: 'coordinator_unavailable', delayMs: 0 } as const;
 const REFUSED_TOKEN = { allow: false, reason: 'config_error', delayMs: 0 } as const;
-/** The call's deadline passed while its ask waited to go out: nothing was asked. */
+/** The call's deadline passed before its ask went out (nothing was asked) or was answered. */
 const DEADLINE_PASSED = { allow: false, reason: 'deadline_exceeded', delayMs: 0 } as const;
+/** The call's deadline passed while its admission was under way: the answer, when it comes, is a late one. */
+const ADMISSION_PAST_DEADLINE = { allow: false, reason: 'deadline_exceeded' } as const;
 const NOTHING = (): void => undefined;
 
 /** How long a decision is waited for, and how long its request may take. */
@@ -82,6 +84,7 @@ export class FleetDecider implements Decider {
     if (held) return held;
     const ask = withDeadlineLeft(request, this.clock.now() - askedAt);
     if (ask === undefined) return DEADLINE_PASSED;
+    const deadlineAt = ask.deadlineMs === undefined ? Number.POSITIVE_INFINITY : this.clock.now() + ask.deadlineMs;
     let startWait: (() => void) | undefined;
     const sent = this.asking.coalesce ? new Promise<void>((resolve) => (startWait = resolve)) : undefined;
     const answer = this.asker.retry(dependency.name, ask, { ...this.decisionTimeouts(), onSent: startWait });
@@ -94,11 +97,11 @@ export class FleetDecider implements Decider {
     };
     try {
       if (sent) await Promise.race([sent, answer.then(NOTHING, NOTHING)]);
-      const decision = await within(answer, this.timeouts.decisionTimeoutMs);
+      const decision = await within(answer, this.waitMs(deadlineAt));
       if (decision === undefined) {
         // Slow is not down: the late answer, or its failure, tells the link. No retry without a grant.
         void answer.then(answered, (error: unknown) => this.link.failed('retry', error, askedAt));
-        return NOT_YET;
+        return this.clock.now() >= deadlineAt ? DEADLINE_PASSED : NOT_YET;
       }
       answered(decision);
       const now = this.clock.now();
@@ -149,9 +152,16 @@ export class FleetDecider implements Decider {
    * when it does not answer in time (the fallback decides this attempt). The request itself may
    * take the longer request timeout: a lease granted in an answer that comes after the caller
    * stopped waiting is released rather than left to expire, and a probe granted in it is kept for
-   * the next attempt on the half-open breaker, which takes it without asking.
+   * the next attempt on the half-open breaker, which takes it without asking. The wait ends at the
+   * call's deadline (`deadlineAt`, on the clock) if that comes first: the call gives up
+   * `deadline_exceeded`, and the answer is a late one.
    */
-  async admit(dependency: FleetDependency, cost: number, state: BreakerState): Promise<AdmitAnswer | undefined> {
+  async admit(
+    dependency: FleetDependency,
+    cost: number,
+    state: BreakerState,
+    deadlineAt = Number.POSITIVE_INFINITY,
+  ): Promise<AdmitAnswer | undefined> {
     if (this.link.configError) return { allow: false, reason: 'config_error' };
     const kept = state === 'half_open' ? dependency.keptProbes.take(this.clock.now()) : undefined;
     if (kept !== undefined) return { allow: true, probe: kept, permit: undefined };
@@ -164,7 +174,7 @@ export class FleetDecider implements Decider {
     const answer = this.transport.admit(dependency.name, this.decisionTimeouts(), cost);
     let decision: AdmitDecision | undefined;
     try {
-      decision = await within(answer, this.timeouts.decisionTimeoutMs);
+      decision = await within(answer, this.waitMs(deadlineAt));
     } catch (error) {
       this.link.failed('admit', error, startedAt);
       return isConfigError(error) ? { allow: false, reason: 'config_error' } : undefined;
@@ -179,7 +189,7 @@ export class FleetDecider implements Decider {
         },
         (error: unknown) => this.link.failed('admit', error, startedAt),
       );
-      return undefined;
+      return this.clock.now() >= deadlineAt ? ADMISSION_PAST_DEADLINE : undefined;
     }
     this.link.succeeded('admit');
     dependency.applyBreaker(decision.breaker);
@@ -233,6 +243,11 @@ export class FleetDecider implements Decider {
    * link, and an admit's late lease is released); it is asked again, with the same `requestId`,
    * only while the caller still waits for it, within the decision timeout.
    */
+  /** How long an answer is waited for: the decision timeout, or until the call's deadline if that is sooner. */
+  private waitMs(deadlineAt: number): number {
+    return Math.max(0, Math.min(this.timeouts.decisionTimeoutMs, deadlineAt - this.clock.now()));
+  }
+
   private decisionTimeouts(): AskTimeouts {
     const { decisionTimeoutMs, requestTimeoutMs } = this.timeouts;
     return { timeoutMs: Math.max(decisionTimeoutMs, requestTimeoutMs), reAskWithinMs: decisionTimeoutMs };

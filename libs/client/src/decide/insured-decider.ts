@@ -12,7 +12,7 @@ import type { LocalDecider } from './local-decider';
  * so) the fallback decides everything, and a decision the coordinator did not answer in time is
  * the fallback's too. This is the only place that chooses between them.
  */
-export class InsuredDecider implements Decider {
+export class InsuredDecider implements Omit<Decider, 'admit'> {
   constructor(
     /** The coordinator's decisions ({@link FleetDecider}). */
     private readonly fleet: Decider,
@@ -34,11 +34,14 @@ export class InsuredDecider implements Decider {
     return this.decider().breakerFacts(dependency, now);
   }
 
-  /** The fleet's admission; the fallback's, on the breaker that governs once the fleet did not answer. */
-  async admit(dependency: FleetDependency, cost: number): Promise<AdmitAnswer> {
+  /**
+   * The fleet's admission on the breaker that governs now, waited for until the call's deadline at
+   * most; the fallback's, on the breaker that governs once the fleet did not answer.
+   */
+  async admit(dependency: FleetDependency, cost: number, deadlineAt?: number): Promise<AdmitAnswer> {
     const answer = this.link.fallback
       ? undefined
-      : await this.fleet.admit(dependency, cost, this.breakerNow(dependency));
+      : await this.fleet.admit(dependency, cost, this.breakerNow(dependency), deadlineAt);
     return answer ?? this.insurance.admit(dependency, cost, this.breakerNow(dependency));
   }
 

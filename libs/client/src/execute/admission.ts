@@ -1,7 +1,7 @@
 import { backoffDelay } from '@sluice/core';
 import type { BreakerState } from '@sluice/protocol';
 import type { Admission, AdmitAnswer, LimitRefusal } from '../decide/decider';
-import { BreakerOpenError, GiveUpError, LimitedError } from '../errors';
+import { BreakerOpenError, DeadlineExceededError, GiveUpError, LimitedError } from '../errors';
 import { sleep } from '../abortable-sleep';
 import type { Call } from './call';
 import type { CallPolicy } from './call-policy';
@@ -29,7 +29,7 @@ export async function admit(policy: CallPolicy, call: Call, state: BreakerState)
         breaker: runtime.decider.breakerFacts(fleet, runtime.clock.now()),
       });
     }
-    const answer = await runtime.decider.admit(fleet, cost);
+    const answer = await runtime.decider.admit(fleet, cost, call.deadlineAt);
     if (answer.allow) return answer;
     if (answer.reason !== 'rate_limited' && answer.reason !== 'concurrency_limited')
       throw refused(policy, call, answer);
@@ -40,20 +40,27 @@ export async function admit(policy: CallPolicy, call: Call, state: BreakerState)
 
 /** The give-up a refusal is (a limit's refusal only once it is not waited out). */
 export function refused(policy: CallPolicy, call: Call, answer: Exclude<AdmitAnswer, Admission>): GiveUpError {
-  const { name } = policy;
-  const error =
-    answer.reason === 'breaker_open'
-      ? new BreakerOpenError(name, answer.breaker, call.lastError, call.launched)
-      : answer.reason === 'rate_limited' || answer.reason === 'concurrency_limited'
-        ? new LimitedError(
-            name,
-            answer.reason,
-            Math.max(0, Math.ceil(answer.retryAfterMs)),
-            call.lastError,
-            call.launched,
-          )
-        : new GiveUpError(name, answer.reason, call.lastError, call.launched);
-  return policy.givingUp(call, error);
+  return policy.givingUp(call, giveUpOf(policy.name, call, answer));
+}
+
+function giveUpOf(name: string, call: Call, answer: Exclude<AdmitAnswer, Admission>): GiveUpError {
+  switch (answer.reason) {
+    case 'breaker_open':
+      return new BreakerOpenError(name, answer.breaker, call.lastError, call.launched);
+    case 'deadline_exceeded':
+      return new DeadlineExceededError(name, call.lastError, call.launched);
+    case 'rate_limited':
+    case 'concurrency_limited':
+      return new LimitedError(
+        name,
+        answer.reason,
+        Math.max(0, Math.ceil(answer.retryAfterMs)),
+        call.lastError,
+        call.launched,
+      );
+    default:
+      return new GiveUpError(name, answer.reason, call.lastError, call.launched);
+  }
 }
 
 /**

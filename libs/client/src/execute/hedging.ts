@@ -49,7 +49,7 @@ async function hedgeAdmission(policy: CallPolicy, call: Call): Promise<Admission
   const request = { attempt: call.launched, idempotent: true, deadlineMs: Math.floor(remaining) };
   const verdict = await runtime.decider.retry(fleet, request);
   if (!verdict.allow) return undefined;
-  const answer = fleet.limited ? await runtime.decider.admit(fleet, call.cost) : NO_ADMISSION;
+  const answer = fleet.limited ? await runtime.decider.admit(fleet, call.cost, call.deadlineAt) : NO_ADMISSION;
   if (!answer.allow) return undefined;
   // A hedge is never a probe (the breaker half-opened meanwhile), and never goes out past the deadline.
   if (answer.probe !== undefined || call.deadlineAt <= runtime.clock.now()) {
