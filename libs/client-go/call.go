@@ -240,7 +240,7 @@ func (r *run) round(fn attempter) error {
 		var adm admission
 		if !s.letsCallsOut() || f.limited.Load() {
 			var ref *refusal
-			adm, ref = c.admit(r.ctx, f, s, 1)
+			adm, ref = r.admit(s)
 			if ref != nil {
 				if err := r.ctx.Err(); err != nil {
 					return err
@@ -264,6 +264,18 @@ func (r *run) round(fn attempter) error {
 		}
 		return r.attempt(fn, adm)
 	}
+}
+
+// admit asks for the round's admission, waited for until the deadline that bounds this attempt
+// at most: when it comes first, the call gives up deadline_exceeded and the answer is a late one.
+func (r *run) admit(s state) (admission, *refusal) {
+	c, f := r.dep.client, r.dep.fleet
+	if !r.opts.bounded && r.launched == 0 {
+		return c.admit(r.ctx, f, s, 1)
+	}
+	ctx, cancel := context.WithDeadline(r.ctx, r.deadline)
+	defer cancel()
+	return c.admit(ctx, f, s, 1)
 }
 
 // waitLimited waits out a limit's refusal when the wait ends before the deadline.
@@ -422,7 +434,10 @@ func (r *run) askForRetry(failure Failure) (verdict, error) {
 	} else {
 		req.Error = string(failure.Kind)
 	}
-	v := r.dep.client.retryVerdict(r.ctx, r.dep.fleet, req)
+	// The answer is waited for until the deadline at most.
+	ctx, cancel := context.WithDeadline(r.ctx, r.deadline)
+	v := r.dep.client.retryVerdict(ctx, r.dep.fleet, req)
+	cancel()
 	if err := r.ctx.Err(); err != nil {
 		return verdict{}, err
 	}

@@ -2,6 +2,10 @@ package sluice
 
 import (
 	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -86,5 +90,51 @@ func TestAWaiterThatNoticedLateGivesThePendingReadsAsLongAgain(t *testing.T) {
 	answered, err := within(context.Background(), done, make(chan struct{}), time.Now().Add(-40*time.Millisecond), 100*time.Millisecond)
 	if err != nil || !answered {
 		t.Fatalf("answered %v, %v", answered, err)
+	}
+}
+
+// A retry ask whose answer would come in time for the decision (500 ms), not for the call
+// (150 ms): the call gives up deadline_exceeded at its deadline, before the answer.
+func TestARetryAskIsWaitedForUntilTheDeadlineAtMost(t *testing.T) {
+	var mu sync.Mutex
+	var answeredAt time.Time
+	s := stubCoordinator(t, func(n int, path string, body map[string]any, w http.ResponseWriter) {
+		switch {
+		case strings.HasSuffix(path, "/retry") || strings.HasSuffix(path, "/retries"):
+			time.Sleep(300 * time.Millisecond)
+			mu.Lock()
+			answeredAt = time.Now()
+			mu.Unlock()
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case strings.HasSuffix(path, "/reports"):
+			_, _ = w.Write([]byte(`{"deps":{}}`))
+		default: // the view
+			_, _ = w.Write([]byte(`{"breaker":{"state":"closed"}}`))
+		}
+	})
+	c, err := New(Config{
+		BaseURLs: []string{s.URL}, Namespace: "shop", SkipStartCheck: true, NoEvents: true, Logger: testLogger{t},
+		DecisionTimeout: 500 * time.Millisecond, PollInterval: time.Hour, ReportInterval: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	dep := newScripted(t, 503)
+	var giveUp *GiveUpError
+	err = c.Dependency("pay").Do(context.Background(), dep.get, Idempotent(), Deadline(150*time.Millisecond))
+	gaveUpAt := time.Now()
+	if !errors.As(err, &giveUp) || giveUp.Reason != ReasonDeadlineExceeded || giveUp.Attempts != 1 {
+		t.Fatalf("the call gives up deadline_exceeded after its one attempt: %v", err)
+	}
+	eventually(t, 5*time.Second, "the ask is answered", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return !answeredAt.IsZero()
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if !gaveUpAt.Before(answeredAt) {
+		t.Fatalf("the call gave up %v after the ask's answer: it waited past its deadline", gaveUpAt.Sub(answeredAt))
 	}
 }

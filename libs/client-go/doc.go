@@ -31,8 +31,10 @@
 // with the operator's reason. Through a half-open breaker, or to a rate- or concurrency-limited
 // dependency, an attempt is admitted first (POST …/admit); a probe granted in an answer that came
 // too late is kept, and the dependency's next attempt goes out as it without asking, until it
-// expires or the breaker leaves half-open. So is the probe of an admission that came after the
-// call's deadline passed, or its context ended: that call gives up without sending its attempt. When the coordinator stops answering, a local budget
+// expires or the breaker leaves half-open. An admission, like a retry ask, is waited for until
+// the call's deadline at most; so is kept the probe of an admission whose call's deadline passed
+// or whose context ended first: that call gives up without sending its attempt. When the
+// coordinator stops answering, a local budget
 // and breaker take over, with this process's share of the fleet's floor, until it answers again.
 //
 // Deadlines come from the context: a call's deadline is ctx's, or a Deadline (per call, or the
