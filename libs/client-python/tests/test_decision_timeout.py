@@ -143,6 +143,26 @@ def test_an_answer_that_comes_after_the_decision_timeout_allows_no_retry(coordin
         proxy.close()
 
 
+def test_a_retry_ask_is_waited_for_until_the_calls_deadline_at_most(coordinators: List[Coordinator], ns: str) -> None:
+    # The answer (250 ms) would come after the decision timeout (200 ms), which is after the call's
+    # deadline (100 ms): the deadline ends the wait, and the call gives up deadline_exceeded.
+    proxy = DelayingProxy(coordinators[0].port, LATE_S)
+    try:
+        with Sluice(base_urls=[f"http://127.0.0.1:{proxy.port}"], namespace=ns, token=CLIENT_TOKEN, decision_timeout_ms=200) as sluice:
+            sluice.ready()
+            attempts: List[Any] = []
+
+            def failing() -> int:
+                attempts.append(current_attempt())
+                raise TimeoutError("the attempt times out")
+
+            with pytest.raises(DeadlineExceededError):
+                sluice.dependency(DEP).call(failing, idempotent=True, deadline_ms=100)
+            assert len(attempts) == 1
+    finally:
+        proxy.close()
+
+
 # --- a probe granted too late -------------------------------------------------------------------
 #: The harness's decision timeout (room for a loaded machine); an admission held back far past it.
 PROBE_DECISION_TIMEOUT_MS = 500

@@ -376,6 +376,7 @@ class Engine:
             return DEADLINE_PASSED
         left = {**left, "requestId": new_request_id()}
         started_at = self.now()
+        deadline_at = time.monotonic() + left.get("deadlineMs", math.inf) / 1000
         if coalesce:
             pending = self.coalescer.submit(state.name, left)
             self.under_way[state.name] = pending
@@ -383,11 +384,12 @@ class Engine:
         else:
             pending = _Pending(state.name, left)
             threading.Thread(target=self.coalescer._alone, args=(pending,), daemon=True).start()
-        if not pending.answered_in(self.options.decision_timeout_ms / 1000, self.options.request_timeout_ms / 1000):
+        left_s = deadline_at - time.monotonic()
+        if not pending.answered_in(self.options.decision_timeout_ms / 1000, self.options.request_timeout_ms / 1000, left_s):
             with pending.lock:
                 if not pending.done.is_set():
                     pending.late = lambda late: self._late_answer(state, late, started_at)
-                    return NOT_YET
+                    return DEADLINE_PASSED if time.monotonic() >= deadline_at else NOT_YET
         if pending.error is not None:
             error = pending.error
             if isinstance(error, AskNotSentError):
