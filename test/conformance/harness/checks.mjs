@@ -86,6 +86,11 @@ const CHECKS = {
     if (!event) return `call ${check.call}: no result`;
     for (const [field, expected] of Object.entries(check)) {
       if (field === 'call') continue;
+      if (field === 'endsWithin') {
+        const failure = endsWithin(run, event, check.call, expected);
+        if (failure) return failure;
+        continue;
+      }
       if (!matches(event[field], expected)) {
         return `call ${check.call}: ${field} ${show(event[field])}, expected ${show(expected)}`;
       }
@@ -245,6 +250,17 @@ const CHECKS = {
     return matches(sum, check.sum) ? null : `reports' ${check.report} add up to ${sum}, expected ${show(check.sum)}`;
   },
 };
+
+/**
+ * `endsWithin: {"ms": 280, "of": "admit"}`: the call's result came at most `ms` after the first
+ * request of that kind reached a proxy (the driver's event, as the harness received it).
+ */
+function endsWithin(run, event, call, { ms, of }) {
+  const first = run.traffic.find((entry) => KINDS[of](entry) && entry.path.startsWith(`/v1/${run.namespace}/`));
+  if (!first) return `call ${call}: no ${of} request to count from`;
+  const took = event.receivedAt - first.at;
+  return took <= ms ? null : `call ${call}: ended ${took} ms after its first ${of} request, expected at most ${ms}`;
+}
 
 function idsOf(entry) {
   if (entry.path.endsWith('/retries')) return (entry.body?.asks ?? []).map((ask) => ask.requestId);
