@@ -161,13 +161,22 @@ describe('a slow coordinator is not a lost one', () => {
     const pay = sluice.dependency('pay', { maxAttempts: 1 });
     await halfOpenAfterFailures(pay, '/pay/again');
 
-    // The admit is answered in time for the decision (300 ms of 1,000), not for the call (100 ms).
+    // The admit would be answered in time for the decision (300 ms of 1,000), not for the call
+    // (100 ms): the call gives up at its deadline, before the answer, which is then a late one.
     delay = (line) => (line.endsWith('/admit') ? 300 : 0);
     server.plan([], ok());
     const sent = server.requests.length;
+    const admitsAnswered = () => proxy.answered.filter((line) => line.endsWith('/admit 200')).length;
+    const answeredBefore = admitsAnswered();
     const late = await failure(pay.fetch(`${server.url}/pay/late`, { deadlineMs: 100 }));
     expect([late.reason, late.attempts]).toEqual(['deadline_exceeded', 0]);
+    expect(admitsAnswered()).toBe(answeredBefore);
     expect(server.requests).toHaveLength(sent);
+    await waitUntil(
+      () => admitsAnswered() > answeredBefore,
+      5000,
+      () => `the late admit answer never came: ${proxy.answered.join(', ')}`,
+    );
     const asked = admits();
 
     delay = () => 0;
