@@ -50,3 +50,12 @@ export class CoarseClock implements Clock {
     this.ticker = undefined;
   }
 }
+
+/**
+ * The process's coarse system clock: the default clock of every client, and of the request
+ * context's deadlines. One clock for both, because a reading is never behind one taken before it:
+ * a deadline read from a request (or set with `runWithDeadline`) and the attempts made under it
+ * count from the same readings, so an attempt never forwards more time than its request was given,
+ * however stale a reading a blocked event loop left. (Two clocks could be a few ms apart then.)
+ */
+export const processClock = new CoarseClock();

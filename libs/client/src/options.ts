@@ -177,7 +177,7 @@ export interface SluiceOptions {
   verify?: boolean;
   /** Where the SDK's log lines go (default the console); false for none. */
   logger?: SluiceLogger | false;
-  /** For tests: the clock deadlines and windows are measured on (default: the system clock, read at most once per millisecond and per 128 readings). */
+  /** For tests: the clock deadlines and windows are measured on (default: the system clock, read at most once per millisecond and per 128 readings, one reading for the whole process and its request contexts). */
   clock?: Clock;
   /** For tests: the random source of jitter. */
   random?: RandomSource;

@@ -1,7 +1,7 @@
 import { systemClock, type Clock, type RandomSource } from '@sluice/core';
 import { RESOURCE_NAME_PATTERN } from '@sluice/protocol';
 import { hostname } from 'node:os';
-import { CoarseClock } from './coarse-clock';
+import { processClock } from './coarse-clock';
 import { FleetDecider } from './decide/fleet-decider';
 import { InsuredDecider } from './decide/insured-decider';
 import { LocalDecider } from './decide/local-decider';
@@ -123,7 +123,7 @@ export class Sluice extends PolicyEvents {
     if (baseUrls.length === 0) throw new TypeError('baseUrls needs at least one coordinator URL');
     baseUrls.forEach(checkBaseUrl);
     // The system clock, read coarsely: most readings are shared by calls within one millisecond.
-    const clock: Clock = options.clock ?? new CoarseClock();
+    const clock: Clock = options.clock ?? processClock;
     const random: RandomSource = options.random ?? Math.random;
     const logger: SluiceLogger = options.logger === false ? silentLogger : (options.logger ?? consoleLogger);
     this.defaults = resolveDependencyOptions(DEPENDENCY_DEFAULTS, options.defaults);

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { systemClock, type Clock } from '@sluice/core';
+import type { Clock } from '@sluice/core';
 import { ATTEMPT_HEADER, DEADLINE_HEADER, MAX_DURATION_MS } from '@sluice/protocol';
+import { processClock } from '../coarse-clock';
 
 /**
  * Response header a service sets when an SDK call it made while serving the request gave up: the
@@ -57,7 +58,7 @@ export function runWithContext<T>(context: SluiceRequestContext, fn: () => T): T
  * @example
  * await runWithDeadline(2000, () => payments.execute(({ signal }) => charge(order, signal), { idempotencyKey: order.id }));
  */
-export function runWithDeadline<T>(deadlineMs: number, fn: () => T, clock: Clock = systemClock): T {
+export function runWithDeadline<T>(deadlineMs: number, fn: () => T, clock: Clock = processClock): T {
   const outer = storage.getStore();
   let deadlineAt = deadlineAfter(deadlineMs, clock);
   if (outer?.deadlineAt !== undefined && outer.deadlineAt < deadlineAt) deadlineAt = outer.deadlineAt;
@@ -69,7 +70,7 @@ export function runWithDeadline<T>(deadlineMs: number, fn: () => T, clock: Clock
  * @example
  * const budget = remainingDeadlineMs() ?? 1000;
  */
-export function remainingDeadlineMs(clock: Clock = systemClock): number | undefined {
+export function remainingDeadlineMs(clock: Clock = processClock): number | undefined {
   const deadlineAt = storage.getStore()?.deadlineAt;
   return deadlineAt === undefined ? undefined : Math.max(0, deadlineAt - clock.now());
 }
@@ -94,7 +95,7 @@ export function contextFromHeaders(
   const deadlineMs = integerHeader(headers[DEADLINE_HEADER], 0, MAX_DEADLINE_MS);
   const attempt = integerHeader(headers[ATTEMPT_HEADER], 1, 100) ?? 1;
   const context: { deadlineAt?: number; attempt: number; pushback?: (reason: string) => void } = { attempt };
-  if (deadlineMs !== undefined) context.deadlineAt = deadlineAfter(deadlineMs, options.clock ?? systemClock);
+  if (deadlineMs !== undefined) context.deadlineAt = deadlineAfter(deadlineMs, options.clock ?? processClock);
   if (options.pushback) context.pushback = options.pushback;
   return context;
 }
