@@ -234,6 +234,24 @@ describe("FleetDecider: the call's deadline ends the wait for an answer", () => 
     expect(admitted).toHaveLength(1);
   });
 
+  it('does not ask for an admission once the deadline has passed', async () => {
+    const admitted: number[] = [];
+    const { decider, clock, dependency } = deciderFor(
+      async () => GRANT,
+      () => {
+        admitted.push(Date.now());
+        return new Promise<AdmitDecision>(() => undefined);
+      },
+    );
+    dependency.applyState('half_open');
+
+    expect(await decider.admit(dependency, 1, 'half_open', clock.now())).toEqual({
+      allow: false,
+      reason: 'deadline_exceeded',
+    });
+    expect(admitted).toHaveLength(0);
+  });
+
   it('gives a retry ask up deadline_exceeded, not coordinator_unavailable, when the deadline comes before the answer', async () => {
     const asked: RetryRequest[] = [];
     const { decider, clock, dependency, link } = deciderFor((request) => {

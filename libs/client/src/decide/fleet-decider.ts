@@ -168,6 +168,8 @@ export class FleetDecider implements Decider {
     // Attempts the fallback let out hold no lease: while they run, the fleet undercounts this process.
     const held = dependency.limited ? dependency.localLimits.whileUnleased() : undefined;
     if (held) return held;
+    // Nothing to ask for: no attempt may go out.
+    if (this.clock.now() >= deadlineAt) return ADMISSION_PAST_DEADLINE;
     const askedAt = Date.now();
     const startedAt = this.clock.now();
     const period = dependency.keptProbes.period;
