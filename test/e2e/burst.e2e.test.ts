@@ -1,9 +1,8 @@
 import http from 'node:http';
-import { Redis } from 'ioredis';
 import { startCoordinatorProcess, type CoordinatorProcess } from '../support/coordinator-process';
 import { writePoliciesFile } from '../support/policies';
 import { findFreePorts } from '../support/ports';
-import { SHARED_REDIS_URL, deleteKeysWithPrefix, uniquePrefix } from '../support/redis';
+import { RedisServerProcess } from '../support/redis-server';
 
 /** 50 retries/s over a 10 s window and no ratio: every dependency's budget is exactly 500. */
 const BUDGET = { ratio: 0, minRetriesPerSecond: 50, windowSeconds: 10 };
@@ -53,22 +52,21 @@ const tally = (answers: Answer[]) => {
 /**
  * The moment the coordinator exists for: every caller asks at once. On a healthy Redis every
  * answer is a decision (no false `store_unavailable`), and the grants add up to the budget
- * exactly, across two instances, with the default store timeout.
+ * exactly, across two instances, with the default store timeout. The Redis is the test's own: on
+ * the shared one, another test's work can keep Redis from answering for longer than the store
+ * timeout, and a 503 then says so truly.
  */
 describe('a burst of simultaneous asks on a healthy Redis', () => {
-  const keyPrefix = uniquePrefix('burst');
+  const redis = new RedisServerProcess();
   const policies = writePoliciesFile({ default: { retryBudget: BUDGET } });
   let coordinators: CoordinatorProcess[] = [];
 
   beforeAll(async () => {
+    await redis.start();
     const ports = await findFreePorts(2);
     coordinators = await Promise.all(
       ports.map((port) =>
-        startCoordinatorProcess(port, {
-          SLUICE_REDIS_URL: SHARED_REDIS_URL,
-          SLUICE_KEY_PREFIX: keyPrefix,
-          SLUICE_POLICIES_FILE: policies.path,
-        }),
+        startCoordinatorProcess(port, { SLUICE_REDIS_URL: redis.url, SLUICE_POLICIES_FILE: policies.path }),
       ),
     );
   });
@@ -76,9 +74,7 @@ describe('a burst of simultaneous asks on a healthy Redis', () => {
   afterAll(async () => {
     await Promise.all(coordinators.map((coordinator) => coordinator.stop()));
     policies.cleanup();
-    const client = new Redis(SHARED_REDIS_URL, { protocol: 2 });
-    await deleteKeysWithPrefix(client, keyPrefix);
-    client.disconnect();
+    await redis.cleanup();
   });
 
   const urlOf = (i: number) => coordinators[i % coordinators.length].url;
