@@ -6,8 +6,8 @@ import { CoordinatorTransport } from './coordinator-transport';
 import { Agents } from './http';
 import { grantedDecision } from '../../../../test/support/decisions';
 
-/** What a fake coordinator instance does with one request: answer it, or drop the connection. */
-type Reply = { status: number; body?: unknown; retryAfter?: string } | 'drop';
+/** What a fake coordinator instance does with one request: answer it, drop the connection, or hold it unanswered. */
+type Reply = { status: number; body?: unknown; retryAfter?: string } | 'drop' | 'hold';
 
 interface FakeInstance {
   url: string;
@@ -46,6 +46,7 @@ async function fakeInstance(): Promise<FakeInstance> {
         req.socket.destroy();
         return;
       }
+      if (reply === 'hold') return;
       const headers: Record<string, string> = { 'content-type': 'application/json' };
       if (reply.retryAfter) headers['retry-after'] = reply.retryAfter;
       res.writeHead(reply.status, headers);
@@ -135,6 +136,22 @@ describe('CoordinatorTransport: ids, re-asks and overload', () => {
     expect(a.seen).toHaveLength(3);
     await rejection(coordinator.retry('pay', RETRY, { timeoutMs: 5000, reAskWithinMs: 0 }));
     expect(a.seen).toHaveLength(4);
+  });
+
+  it('does not ask again an exchange that closing the client cut off', async () => {
+    const own = new Agents();
+    const coordinator = new CoordinatorTransport({
+      baseUrls: [a.url, b.url],
+      namespace: 'shop',
+      agents: own,
+      connectTimeoutMs: 1000,
+    });
+    a.plan(['hold']);
+    const asked = rejection(coordinator.retry('pay', RETRY, ROOMY));
+    while (a.seen.length === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+    own.destroy();
+    await asked;
+    expect([a.seen.length, b.seen.length]).toEqual([1, 0]);
   });
 
   it('takes an overloaded answer to the next instance with the same id, and the next call starts there', async () => {

@@ -178,7 +178,9 @@ export class CoordinatorTransport {
         const failure = asUnavailable(error);
         if (unanswered(failure)) this.moveOn(index);
         const now = Date.now();
-        const next = reAsks.next(index, failure, now - sentAt < reAskWithinMs && endsAt - now >= 1);
+        // A client that closed (and cut this exchange off) asks nothing again.
+        const timeLeft = !this.options.agents.destroyed && now - sentAt < reAskWithinMs && endsAt - now >= 1;
+        const next = reAsks.next(index, failure, timeLeft);
         if (next === undefined) throw reAsks.error ?? failure;
         index = next;
       }
