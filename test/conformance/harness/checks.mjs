@@ -256,6 +256,7 @@ const CHECKS = {
  * request of that kind reached a proxy (the driver's event, as the harness received it).
  */
 function endsWithin(run, event, call, { ms, of }) {
+  if (!KINDS[of]) return `call ${call}: endsWithin counts from an unknown kind of request, ${show(of)}`;
   const first = run.traffic.find((entry) => KINDS[of](entry) && entry.path.startsWith(`/v1/${run.namespace}/`));
   if (!first) return `call ${call}: no ${of} request to count from`;
   const took = event.receivedAt - first.at;
