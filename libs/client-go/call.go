@@ -257,7 +257,7 @@ func (r *run) round(fn attempter) error {
 				c.unusedAdmission(f, adm)
 				return err
 			}
-			if (r.opts.bounded || r.launched > 0) && !time.Now().Before(r.deadline) {
+			if r.deadlineBindsNext() && !time.Now().Before(r.deadline) {
 				c.unusedAdmission(f, adm)
 				return r.giveUp(ReasonDeadlineExceeded, nil)
 			}
@@ -270,12 +270,18 @@ func (r *run) round(fn attempter) error {
 // at most: when it comes first, the call gives up deadline_exceeded and the answer is a late one.
 func (r *run) admit(s state) (admission, *refusal) {
 	c, f := r.dep.client, r.dep.fleet
-	if !r.opts.bounded && r.launched == 0 {
+	if !r.deadlineBindsNext() {
 		return c.admit(r.ctx, f, s, 1)
 	}
 	ctx, cancel := context.WithDeadline(r.ctx, r.deadline)
 	defer cancel()
 	return c.admit(ctx, f, s, 1)
+}
+
+// deadlineBindsNext says whether the deadline bounds the next attempt: a retry's always, a first
+// attempt's only when the deadline was set (see callOptions.bounded).
+func (r *run) deadlineBindsNext() bool {
+	return r.opts.bounded || r.launched > 0
 }
 
 // waitLimited waits out a limit's refusal when the wait ends before the deadline.

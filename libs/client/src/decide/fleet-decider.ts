@@ -240,16 +240,17 @@ export class FleetDecider implements Decider {
     return { allow: true, probe, permit: lease || slot ? { lease, slot } : undefined };
   }
 
-  /**
-   * A decision's request may take the longer of the two timeouts (a late answer still tells the
-   * link, and an admit's late lease is released); it is asked again, with the same `requestId`,
-   * only while the caller still waits for it, within the decision timeout.
-   */
   /** How long an answer is waited for: the decision timeout, or until the call's deadline if that is sooner. */
   private waitMs(deadlineAt: number): number {
     return Math.max(0, Math.min(this.timeouts.decisionTimeoutMs, deadlineAt - this.clock.now()));
   }
 
+  /**
+   * A decision's request may take the longer of the two timeouts (a late answer still tells the
+   * link, and an admit's late lease is released); it is asked again, with the same `requestId`,
+   * only within the decision timeout (a caller whose deadline came first no longer waits, and a
+   * re-ask with the same id changes nothing).
+   */
   private decisionTimeouts(): AskTimeouts {
     const { decisionTimeoutMs, requestTimeoutMs } = this.timeouts;
     return { timeoutMs: Math.max(decisionTimeoutMs, requestTimeoutMs), reAskWithinMs: decisionTimeoutMs };
