@@ -1,4 +1,5 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { StoreUnavailableError } from '../errors';
 
 export type RedisClient = Redis | Cluster;
 
@@ -65,6 +66,48 @@ export function createRedisClient(options: RedisConnectionOptions): RedisClient 
   }
   if (!options.url) throw new Error('A Redis URL or cluster nodes are required');
   return new Redis(options.url, redisOptions);
+}
+
+/**
+ * A second client on the same servers with the same settings, for calls that must not queue behind
+ * the first one's (WAIT blocks its connection). On a Cluster its masters are opened eagerly too.
+ */
+export function duplicateRedisClient(client: RedisClient): RedisClient {
+  if (!(client instanceof Cluster)) return client.duplicate();
+  const duplicate = client.duplicate();
+  connectNodesEagerly(duplicate);
+  return duplicate;
+}
+
+/**
+ * Resolves once the client is ready (on a Cluster, with a ready connection to every master, so no
+ * call meets one still opening); rejects with StoreUnavailableError after `timeoutMs`.
+ */
+export async function waitUntilClientReady(client: RedisClient, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  await clientReady(client, timeoutMs);
+  if (!(client instanceof Cluster)) return;
+  while (!client.nodes('master').every((node) => node.status === 'ready')) {
+    if (Date.now() >= deadline) {
+      throw new StoreUnavailableError(`Redis Cluster masters were not all ready within ${timeoutMs} ms`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+async function clientReady(client: RedisClient, timeoutMs: number): Promise<void> {
+  if (client.status === 'ready') return;
+  await new Promise<void>((resolve, reject) => {
+    const onReady = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      client.off('ready', onReady);
+      reject(new StoreUnavailableError(`Redis was not ready within ${timeoutMs} ms`));
+    }, timeoutMs);
+    client.once('ready', onReady);
+  });
 }
 
 /**

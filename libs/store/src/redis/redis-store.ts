@@ -1,11 +1,9 @@
-import { Cluster } from 'ioredis';
 import { ComposedStore } from '../compose';
-import { StoreUnavailableError } from '../errors';
 import { SluiceKeys } from '../keys';
 import type { Store } from '../store';
 import { redisAudit } from './audit';
 import { redisBreakers } from './breakers';
-import { disconnectRedisClient, type RedisClient } from './connection';
+import { disconnectRedisClient, waitUntilClientReady, type RedisClient } from './connection';
 import { redisDecisions } from './decisions';
 import { redisDeliveries } from './deliveries';
 import { RedisEventSubscriber } from './event-subscriber';
@@ -61,7 +59,9 @@ export class RedisStore extends ComposedStore implements Store {
       async ping() {
         await scripts.guard(client.ping());
       },
-      waitUntilReady: (timeoutMs) => waitUntilReady(client, timeoutMs),
+      async waitUntilReady(timeoutMs) {
+        await Promise.all([waitUntilClientReady(client, timeoutMs), replicas.waitUntilReady(timeoutMs)]);
+      },
       async close() {
         events?.close();
         scripts.close();
@@ -71,35 +71,4 @@ export class RedisStore extends ComposedStore implements Store {
     });
     this.client = client;
   }
-}
-
-/**
- * Resolves once the client is ready (on a Cluster, with a ready connection to every master, so no
- * call meets one still opening); rejects with StoreUnavailableError after `timeoutMs`.
- */
-async function waitUntilReady(client: RedisClient, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  await clientReady(client, timeoutMs);
-  if (!(client instanceof Cluster)) return;
-  while (!client.nodes('master').every((node) => node.status === 'ready')) {
-    if (Date.now() >= deadline) {
-      throw new StoreUnavailableError(`Redis Cluster masters were not all ready within ${timeoutMs} ms`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
-async function clientReady(client: RedisClient, timeoutMs: number): Promise<void> {
-  if (client.status === 'ready') return;
-  await new Promise<void>((resolve, reject) => {
-    const onReady = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    const timer = setTimeout(() => {
-      client.off('ready', onReady);
-      reject(new StoreUnavailableError(`Redis was not ready within ${timeoutMs} ms`));
-    }, timeoutMs);
-    client.once('ready', onReady);
-  });
 }

@@ -1,7 +1,7 @@
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, type Redis } from 'ioredis';
 import { StoreUnavailableError } from '../errors';
-import { disconnectRedisClient, type RedisClient } from './connection';
+import { disconnectRedisClient, duplicateRedisClient, waitUntilClientReady, type RedisClient } from './connection';
 import { ScriptRunner } from './script-runner';
 import type { ScriptArgument, ScriptName, ScriptReplies } from './scripts';
 
@@ -67,6 +67,11 @@ export class ReplicaWrites {
     return { reply, replicated: replicas >= 1 };
   }
 
+  /** Resolves once the connection that waits for replicas is ready (at once when durability is `none`). */
+  async waitUntilReady(timeoutMs: number): Promise<void> {
+    if (this.durability !== 'none') await waitUntilClientReady(this.open().client, timeoutMs);
+  }
+
   close(): void {
     this.runner?.close();
     if (this.runner) disconnectRedisClient(this.runner.client);
@@ -74,8 +79,7 @@ export class ReplicaWrites {
 
   private open(): ScriptRunner {
     if (this.runner === undefined) {
-      const { client } = this;
-      const connection = client instanceof Cluster ? client.duplicate() : client.duplicate();
+      const connection = duplicateRedisClient(this.client);
       // Its failures are the store's connection's too, which reports them; a call on it fails as the store's.
       connection.on('error', () => undefined);
       this.runner = new ScriptRunner(connection, this.timeoutMs);
