@@ -13,14 +13,34 @@ export interface LoadError {
   at: number;
   dep: string;
   status: number;
-  /** The API's error code of the answer (`store_unavailable`, `overloaded`, …), when it had one. */
+  /**
+   * The API's error code of the answer (`store_unavailable`, `overloaded`, …), when it had one;
+   * without an answer, why not (`timeout`, or the socket's error code such as `ECONNRESET`).
+   */
   code?: string;
+}
+
+/** One ask sent. */
+export interface SentAsk {
+  /** performance.now() when it was sent. */
+  at: number;
+  dep: string;
+  /** How long its answer, or its failure, took. */
+  ms: number;
 }
 
 /** How often every dependency is asked (once per tick, round-robin over the instances). */
 const TICK_MS = 50;
-/** Asking again after no decision waits this long. */
+/**
+ * Asking again after no decision waits this long, doubled after each failed ask up to
+ * MAX_REASK_MS. Without the backoff the asks of an outage pile up (a new one every tick, each asked
+ * again every 50 ms until it is answered): some 5,000 failed asks in a 5 s Cluster failover, a
+ * storm of the load's own making that slowed the healthy shards' answers to 400 ms on a loaded
+ * two-core machine, and past ASK_CAP_MS on a slower one. A new ask every tick still dates the
+ * last failure to within a tick.
+ */
 const REASK_MS = 50;
+const MAX_REASK_MS = 400;
 /** One ask's cap, so a hung instance is an error, not a stall. */
 const ASK_CAP_MS = 1000;
 /** An ask that got no decision is asked again for at most this long, then abandoned. */
@@ -28,6 +48,8 @@ const GIVE_UP_MS = 30_000;
 
 export class DecisionLoad {
   readonly errors: LoadError[] = [];
+  /** Every ask sent, with how long its answer (or its failure) took. */
+  readonly sent: SentAsk[] = [];
   /** Per dependency: the request ids answered `allow: true`. */
   readonly granted = new Map<string, Set<string>>();
   /** Per dependency: decisions answered (allowed or not). */
@@ -67,17 +89,31 @@ export class DecisionLoad {
 
   private async ask(dep: string, requestId: string): Promise<void> {
     const startedAt = performance.now();
-    for (;;) {
+    for (let wait = REASK_MS; ; wait = Math.min(wait * 2, MAX_REASK_MS)) {
       const url = this.urls[this.turn++ % this.urls.length];
       const { status, code } = await this.once(url, dep, requestId);
       if (status === 200) return;
       this.errors.push({ at: performance.now(), dep, status, ...(code === undefined ? {} : { code }) });
       if (performance.now() - startedAt > GIVE_UP_MS) return;
-      await new Promise((resolve) => setTimeout(resolve, REASK_MS));
+      await new Promise((resolve) => setTimeout(resolve, wait));
     }
   }
 
+  /** The slowest of the asks for `deps` sent at or after `from` (0 without any). */
+  slowestOf(deps: string[], from = 0): number {
+    return this.sent
+      .filter((ask) => deps.includes(ask.dep) && ask.at >= from)
+      .reduce((slowest, ask) => Math.max(slowest, ask.ms), 0);
+  }
+
   private async once(url: string, dep: string, requestId: string): Promise<{ status: number; code?: string }> {
+    const at = performance.now();
+    const answer = await this.send(url, dep, requestId);
+    this.sent.push({ at, dep, ms: performance.now() - at });
+    return answer;
+  }
+
+  private async send(url: string, dep: string, requestId: string): Promise<{ status: number; code?: string }> {
     try {
       const response = await fetch(`${url}/v1/shop/deps/${dep}/retry`, {
         method: 'POST',
@@ -91,10 +127,17 @@ export class DecisionLoad {
         if (body.allow) this.granted.get(dep)?.add(requestId);
       }
       return { status: response.status, code: body.code };
-    } catch {
-      return { status: 0 }; // no answer: the instance is gone or hung
+    } catch (error) {
+      return { status: 0, code: noAnswerCode(error) }; // no answer: the instance is gone or hung
     }
   }
+}
+
+/** Why a fetch got no answer: `timeout` for the ask's own cap, else the underlying socket error's code. */
+function noAnswerCode(error: unknown): string {
+  if (error instanceof DOMException && error.name === 'TimeoutError') return 'timeout';
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code ?? cause?.message ?? String(error);
 }
 
 /** How long after `from` the last of `errors` came (0 without any): how long callers got no decision. */
