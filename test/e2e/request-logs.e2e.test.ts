@@ -67,7 +67,8 @@ describe('the built service logs (npm run build)', () => {
   });
 
   it("writes the lines logged while serving a request with that request's id", async () => {
-    // Nothing listens on the Redis port: every store call fails, and the service says so per request.
+    // Nothing listens on the Redis port: every store call fails, and the service says so (the first of a
+    // period with its request's id).
     const [port, deadRedis] = await findFreePorts(2);
     const service = start(port, {
       SLUICE_REDIS_URL: `redis://127.0.0.1:${deadRedis}`,
@@ -84,6 +85,17 @@ describe('the built service logs (npm run build)', () => {
     });
     expect(retry.status).toBe(503);
     expect(((await retry.json()) as { code: string }).code).toBe('store_unavailable');
+    // More within the period are counted into one line at its end, not logged one by one.
+    const more = await Promise.all(
+      Array.from({ length: 100 }, () =>
+        fetch(`${service.url}/v1/shop/deps/pay/retry`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ attempt: 1, idempotent: true }),
+        }).then((answer) => answer.status),
+      ),
+    );
+    expect(new Set(more)).toEqual(new Set([503]));
     // The event stream's service logs its failure to the request's logger.
     const events = await fetch(`${service.url}/v1/shop/events`, { headers: { 'x-request-id': 'logs-events-1' } });
     await events.text();
@@ -96,6 +108,7 @@ describe('the built service logs (npm run build)', () => {
     const logged = lines(service);
     const filterLine = logged.find((line) => line.msg.startsWith('store unavailable on POST /v1/shop/deps/pay/retry'));
     expect(filterLine).toMatchObject({ level: 40, context: 'HttpError', reqId: 'logs-retry-1' });
+    expect(logged.filter((line) => line.msg.startsWith('store unavailable on'))).toHaveLength(1);
     const serviceLine = logged.find((line) => line.msg.startsWith('event stream for shop failed'));
     expect(serviceLine).toMatchObject({ level: 40, context: 'Events', reqId: 'logs-events-1' });
     // Boot lines belong to no request.

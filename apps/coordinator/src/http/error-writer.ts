@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorCode } from '@sluice/protocol';
 import { isStoreUnavailableError } from '@sluice/store';
 import { ApiError, storeUnavailable } from '../common/api-error';
+import { StoreFailureLog } from './store-failure-log';
 
 const CODES_BY_STATUS: Record<number, ErrorCode> = {
   400: 'validation_failed',
@@ -19,6 +20,9 @@ const CODES_BY_STATUS: Record<number, ErrorCode> = {
 
 /** Lines from here go through the request's own logger, so they carry its reqId. */
 const CONTEXT = { context: 'HttpError' };
+
+/** Each server's log of store failures (a process may run more than one app, as tests do). */
+const storeFailureLogs = new WeakMap<FastifyRequest['server'], StoreFailureLog>();
 
 /** Errors raised before a DTO is reached name the part of the request at fault. */
 const FIELDS_BY_STATUS: Record<number, string> = { 400: 'body', 413: 'body', 414: 'path', 415: 'content-type' };
@@ -42,7 +46,10 @@ export function sendError(error: unknown, request: FastifyRequest, reply: Fastif
 function toApiError(error: unknown, request: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error;
   if (isStoreUnavailableError(error)) {
-    request.log.warn(CONTEXT, `store unavailable on ${request.method} ${request.url}: ${error.message}`);
+    storeFailureLogOf(request).failed(
+      request.log,
+      `store unavailable on ${request.method} ${request.url}: ${error.message}`,
+    );
     return storeUnavailable();
   }
   const status = statusOf(error);
@@ -61,6 +68,15 @@ function toApiError(error: unknown, request: FastifyRequest): ApiError {
     `unexpected error on ${request.method} ${request.url}`,
   );
   return new ApiError(500, 'internal_error', 'internal error');
+}
+
+function storeFailureLogOf(request: FastifyRequest): StoreFailureLog {
+  let log = storeFailureLogs.get(request.server);
+  if (log === undefined) {
+    log = new StoreFailureLog(request.server.log);
+    storeFailureLogs.set(request.server, log);
+  }
+  return log;
 }
 
 /** The status of a Nest HttpException or of a Fastify error (body parsing, body limit). */
