@@ -73,7 +73,7 @@ function toApiError(error: unknown, request: FastifyRequest): ApiError {
 function storeFailureLogOf(request: FastifyRequest): StoreFailureLog {
   let log = storeFailureLogs.get(request.server);
   if (log === undefined) {
-    log = new StoreFailureLog(request.server.log);
+    log = new StoreFailureLog(request.server.log, CONTEXT);
     storeFailureLogs.set(request.server, log);
   }
   return log;

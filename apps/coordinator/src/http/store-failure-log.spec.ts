@@ -7,9 +7,14 @@ interface Line {
 }
 
 /** Loggers that write into `lines`, named so a line says whose it was. */
-function loggers(lines: Line[]) {
+function loggers(lines: Line[], bindings: object[] = []) {
   const named = (logger: string) =>
-    ({ warn: (_bindings: object, msg: string) => lines.push({ logger, msg }) }) as unknown as FastifyBaseLogger;
+    ({
+      warn: (lineBindings: object, msg: string) => {
+        bindings.push(lineBindings);
+        lines.push({ logger, msg });
+      },
+    }) as unknown as FastifyBaseLogger;
   return { server: named('server'), request: (id: string) => named(id) };
 }
 
@@ -18,12 +23,14 @@ describe('StoreFailureLog', () => {
   let lines: Line[];
   let log: StoreFailureLog;
   let to: ReturnType<typeof loggers>;
+  let bindings: object[];
 
   beforeEach(() => {
     jest.useFakeTimers();
     lines = [];
-    to = loggers(lines);
-    log = new StoreFailureLog(to.server, PERIOD_MS, () => Date.now());
+    bindings = [];
+    to = loggers(lines, bindings);
+    log = new StoreFailureLog(to.server, { context: 'HttpError' }, PERIOD_MS, () => Date.now());
   });
 
   afterEach(() => jest.useRealTimers());
@@ -40,6 +47,7 @@ describe('StoreFailureLog', () => {
 
     jest.advanceTimersByTime(PERIOD_MS - 4000);
     expect(lines).toHaveLength(2);
+    expect(bindings).toEqual([{ context: 'HttpError' }, { context: 'HttpError' }]);
     expect(lines[1]).toEqual({
       logger: 'server',
       msg:

@@ -3,19 +3,16 @@ import type { FastifyBaseLogger } from 'fastify';
 /** At most one line per this many ms about requests the store failed; the others are counted into the next. */
 export const STORE_FAILURE_LOG_PERIOD_MS = 5000;
 
-/** Lines from here carry this context, like the error writer's own. */
-const CONTEXT = { context: 'HttpError' };
-
 /**
  * The log lines about requests answered 503 because the store failed, without one line per
- * request: a store outage fails every request, and a line each (a thousand a second under load)
- * would flood the log pipeline and, with stdout slow to drain, stall the event loop on its writes.
+ * request: a store outage fails every request, and a line each (a thousand a second under load;
+ * some 2,000 per coordinator in the fault suite's 5 s Cluster failover) would flood the logs.
  * The first failure of a period is logged at once through its request's logger (so with its
  * reqId); the rest are counted, and the period ends with one line that says how many and the last
  * one's message. `sluice_store_errors_total` counts every failed store call.
  *
  * @example
- * const log = new StoreFailureLog(app.log);
+ * const log = new StoreFailureLog(app.log, { context: 'HttpError' });
  * log.failed(request.log, `store unavailable on POST /v1/shop/deps/pay/retry: ${error.message}`);
  */
 export class StoreFailureLog {
@@ -27,6 +24,8 @@ export class StoreFailureLog {
   constructor(
     /** Where a period's closing line goes (it belongs to no one request). */
     private readonly logger: FastifyBaseLogger,
+    /** What every line carries besides its message (the writer's context). */
+    private readonly bindings: object,
     private readonly periodMs = STORE_FAILURE_LOG_PERIOD_MS,
     private readonly now: () => number = () => performance.now(),
   ) {}
@@ -36,7 +35,7 @@ export class StoreFailureLog {
     const now = this.now();
     if (now >= this.periodEndsAt) {
       this.periodEndsAt = now + this.periodMs;
-      requestLog.warn(CONTEXT, message);
+      requestLog.warn(this.bindings, message);
       return;
     }
     this.unlogged++;
@@ -52,7 +51,7 @@ export class StoreFailureLog {
     this.summary = undefined;
     const seconds = this.periodMs / 1000;
     this.logger.warn(
-      CONTEXT,
+      this.bindings,
       `store unavailable on ${this.unlogged} more ${this.unlogged === 1 ? 'request' : 'requests'} ` +
         `within ${seconds} s, not logged one by one; the last: ${this.lastUnlogged}`,
     );
